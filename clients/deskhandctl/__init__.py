@@ -1,0 +1,13 @@
+"""deskhandctl: the command-line client of the Deskhand daemon.
+
+Synchronous and quick to start: it speaks the daemon's WebSocket protocol (JSON subprotocol)
+with its own small RFC 6455 codec on the standard library, and imports neither trio nor msgspec
+nor wsproto. Importing this package has no side effects.
+
+Modules: ``__main__`` (commands and exit), ``exitcodes`` (exit code table), ``connect``
+(socket, handshake, hello), ``autostart`` (start the daemon on demand), ``session`` (requests
+and replies), ``wsclient`` (socket shell), ``wsframes`` / ``wshandshake`` (pure codec),
+``render`` (human output).
+"""
+
+from __future__ import annotations

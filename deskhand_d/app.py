@@ -1,0 +1,80 @@
+"""The composition root: builds every long-lived part of the daemon and owns the nursery.
+
+Start-up order: config is already loaded by ``__main__``; get the listening socket (inherited
+from systemd or launchd, else bound privately); start the RPC server with ``nursery.start`` so
+it is accepting before anything else happens; only then report ``READY=1``. A stop (SIGTERM,
+SIGINT or the ``shutdown`` op) sends every client a going-away close, cancels outstanding
+work, unlinks the socket we created and flushes the logs, all within the configured grace.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import MutableMapping
+from pathlib import Path
+
+import structlog
+import trio
+
+from deskhand_d import __version__, activation, unixsock
+from deskhand_d import log as logsetup
+from deskhand_d.config import Config
+from deskhand_d.rpc.hub import Hub
+from deskhand_d.rpc.server import RpcServer
+
+log = structlog.get_logger("deskhand.daemon")
+
+
+def obtain_listener(
+    cfg: Config, env: MutableMapping[str, str]
+) -> tuple[socket.socket, unixsock.BoundSocket]:
+    """The listening socket: inherited from a service manager, else bound by us."""
+    inherited = activation.systemd_listener(env) or activation.launchd_listener()
+    if inherited is not None:
+        path = activation.inherited_path(inherited) or cfg.socket_path(env)
+        log.info("socket.inherited", socket=str(path))
+        return inherited, unixsock.BoundSocket(sock=inherited, path=path, identity=None)
+    bound = unixsock.bind_private(cfg.socket_path(env))
+    return bound.sock, bound
+
+
+async def _watch_signals(hub: Hub, *, task_status: trio.TaskStatus[None]) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            hub.request_shutdown(signal.Signals(signum).name)
+
+
+async def serve_daemon(
+    cfg: Config,
+    env: MutableMapping[str, str],
+    *,
+    handle_signals: bool = True,
+    task_status: trio.TaskStatus[Path] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run the daemon until it is asked to stop. ``task_status`` gets the socket path."""
+    notifier = activation.Notifier(env)
+    sock, bound = obtain_listener(cfg, env)
+    hub = Hub(config=cfg, socket_path=bound.path)
+    server = RpcServer(hub)
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.serve, sock)
+            if handle_signals:
+                await nursery.start(_watch_signals, hub)
+            notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
+            log.info("daemon.ready", socket=str(bound.path), pid=os.getpid(), version=__version__)
+            task_status.started(bound.path)
+            await hub.shutdown_requested.wait()
+            notifier.notify("STOPPING=1")
+            log.info("daemon.stopping", reason=hub.shutdown_reason)
+            with trio.move_on_after(cfg.daemon.shutdown_grace_s):
+                await server.close_all("the daemon is stopping")
+            nursery.cancel_scope.cancel()
+    finally:
+        unixsock.unlink_if_ours(bound)
+        sock.close()
+        log.info("daemon.stopped")
+        logsetup.flush()

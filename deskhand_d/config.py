@@ -1,0 +1,141 @@
+"""Daemon configuration: a TOML file plus ``DESKHAND_*`` environment overrides.
+
+Pure apart from :func:`load`, which reads the file. Decoding goes through msgspec Structs that
+forbid unknown keys, so a typo is an error that names the key instead of a setting silently
+ignored. Precedence: built-in defaults < config file < environment < command line.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from deskhand_d import paths
+from deskhand_d.errors import ConfigError
+
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    socket: str = ""
+    """Socket path; empty means the platform default (see ``deskhand_d.paths``)."""
+    max_message_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1 << 30)] = 64 * 1024 * 1024
+    max_outstanding_requests: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
+    max_clients: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 256
+    log_level: LogLevel = "info"
+    shutdown_grace_s: Annotated[float, msgspec.Meta(gt=0, le=60)] = 5.0
+
+
+class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    redact_env: list[str] = msgspec.field(default_factory=lambda: ["TYPESAFE_API_KEY"])
+    """Names of environment variables whose values are scrubbed from every log event."""
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
+    secrets: SecretsConfig = msgspec.field(default_factory=SecretsConfig)
+
+    def socket_path(self, env: Mapping[str, str]) -> Path:
+        if self.daemon.socket:
+            return Path(self.daemon.socket).expanduser()
+        return paths.runtime_dir(dict(env)) / paths.SOCKET_NAME
+
+    def secret_values(self, env: Mapping[str, str]) -> list[str]:
+        """The configured secret values present in ``env`` (never logged themselves)."""
+        return [env[name] for name in self.secrets.redact_env if env.get(name)]
+
+
+# Environment variable -> (section, key). Values are parsed as the field's type by msgspec.
+ENV_OVERRIDES: dict[str, tuple[str, str]] = {
+    "DESKHAND_SOCKET": ("daemon", "socket"),
+    "DESKHAND_LOG_LEVEL": ("daemon", "log_level"),
+    "DESKHAND_MAX_MESSAGE_BYTES": ("daemon", "max_message_bytes"),
+    "DESKHAND_MAX_OUTSTANDING_REQUESTS": ("daemon", "max_outstanding_requests"),
+}
+
+
+def config_file(env: Mapping[str, str]) -> Path:
+    override = env.get("DESKHAND_CONFIG")
+    if override:
+        return Path(override)
+    return paths.config_dir(dict(env)) / "config.toml"
+
+
+def parse(
+    text: str, *, source: str, env: Mapping[str, str], cli: Mapping[str, tuple[str, str, Any]] = {}
+) -> Config:
+    """Build a :class:`Config` from TOML text, environment and command-line overrides.
+
+    Raises :class:`ConfigError` with a message naming the file and the offending key.
+    """
+    try:
+        raw: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source}: not valid TOML: {exc}") from None
+    origin: dict[tuple[str, str], str] = {}
+    for var, (section, key) in ENV_OVERRIDES.items():
+        if var in env:
+            raw.setdefault(section, {})
+            if not isinstance(raw[section], dict):
+                break  # let the decoder report the section's type error
+            raw[section][key] = _coerce(env[var], var)
+            origin[(section, key)] = f"environment variable {var}"
+    for flag, (section, key, value) in cli.items():
+        raw.setdefault(section, {})
+        if isinstance(raw[section], dict):
+            raw[section][key] = value
+            origin[(section, key)] = f"option {flag}"
+    try:
+        return msgspec.convert(raw, Config, strict=True)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(_explain(exc, source, origin)) from None
+
+
+def _coerce(value: str, var: str) -> Any:
+    # Environment values are strings; numbers are accepted for numeric keys.
+    stripped = value.strip()
+    if stripped.isdigit():
+        return int(stripped)
+    return value
+
+
+def _explain(exc: msgspec.ValidationError, source: str, origin: dict[tuple[str, str], str]) -> str:
+    text = str(exc)
+    where = ""
+    if " - at `$." in text:
+        text, _, path = text.partition(" - at `$.")
+        where = path.rstrip("`")
+    if text.startswith("Object contains unknown field"):
+        key = text.split("`")[1] if "`" in text else "?"
+        full = f"{where}.{key}" if where else key
+        return (
+            f"{source}: unknown key `{full}`; remove it or check its spelling "
+            "(see docs/configuration.md for the keys Deskhand reads)"
+        )
+    section, _, key = where.partition(".")
+    if (section, key) in origin:
+        return f"{origin[(section, key)]} (key `{where}`): {text}"
+    if where:
+        return f"{source}: key `{where}`: {text}"
+    return f"{source}: {text}"
+
+
+def load(
+    env: Mapping[str, str] = os.environ, cli: Mapping[str, tuple[str, str, Any]] = {}
+) -> Config:
+    """Read the config file (missing is fine) and apply overrides."""
+    path = config_file(env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the config file: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: the config file is not UTF-8 text") from None
+    return parse(text, source=str(path), env=env, cli=cli)

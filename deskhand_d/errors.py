@@ -1,0 +1,84 @@
+"""The one error tree for Deskhand.
+
+Every refusal the daemon can give a client is a subclass of :class:`DeskhandError` with a
+stable snake_case ``code`` (clients switch on it) and a message that tells the person or the
+calling agent what to do next. Pure modules return outcomes as values; these exceptions belong
+to the shells and are turned into ``error`` replies at the RPC boundary. Anything that is not a
+``DeskhandError`` becomes ``internal`` there, with the traceback logged and never sent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class DeskhandError(Exception):
+    """Base of every error a client may see. Raised by shells, never by pure code."""
+
+    code: ClassVar[str] = "internal"
+
+    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data: dict[str, Any] = dict(data or {})
+
+
+class ConfigError(DeskhandError):
+    """The configuration (file or environment) is invalid. The daemon exits with 78."""
+
+    code = "config_invalid"
+
+
+class BadRequest(DeskhandError):
+    """The client sent something undecodable, of the wrong shape, or out of order.
+
+    The connection stays usable; fix the request and send it again.
+    """
+
+    code = "bad_request"
+
+
+class HelloRequired(BadRequest):
+    """An op other than ``hello`` arrived before the ``hello`` exchange."""
+
+    code = "hello_required"
+
+
+class ProtocolMismatch(DeskhandError):
+    """The client speaks a protocol version this daemon does not."""
+
+    code = "protocol_mismatch"
+
+
+class TooManyRequests(DeskhandError):
+    """The connection already has the maximum number of requests outstanding."""
+
+    code = "too_many_requests"
+
+
+class ShuttingDown(DeskhandError):
+    """The daemon is stopping and takes no new work."""
+
+    code = "shutting_down"
+
+
+class InternalError(DeskhandError):
+    """A bug in Deskhand. The details are in the daemon log, never in the reply."""
+
+    code = "internal"
+
+
+class StartupError(Exception):
+    """The daemon cannot start (socket directory unsafe, already running, ...).
+
+    Not a client-facing error: it is printed once and the process exits non-zero.
+    """
+
+    def __init__(self, message: str, *, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.exit_code = exit_code
+
+
+EX_CONFIG = 78  # sysexits.h: configuration error
+EX_UNAVAILABLE = 69  # sysexits.h: a service we need is unavailable (socket busy/unsafe)

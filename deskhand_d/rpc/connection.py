@@ -1,0 +1,175 @@
+"""One client connection: read requests, run them concurrently (bounded), send replies.
+
+Theory of operation. A connection has one reader loop (this module's :meth:`Connection.run`)
+and a nursery of request tasks. Each message is decoded into a request; a decode failure gets a
+``bad_request`` reply and the loop goes on, so one bad payload never costs the client its
+connection. Framing and size violations are handled below us by trio-websocket/wsproto, which
+close with the proper WebSocket code. Requests run concurrently up to
+``max_outstanding_requests``; past that the request is refused with ``too_many_requests``
+rather than queued, so a client waiting on a slow op can still send ``cancel``/``answer``.
+Replies are serialised by trio-websocket's send lock. Nothing raised by a request escapes the
+connection: a ``DeskhandError`` becomes its code, anything else becomes ``internal`` with the
+traceback in the log only.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import structlog
+import trio
+from trio_websocket import ConnectionClosed, WebSocketConnection
+
+from deskhand_d.errors import (
+    BadRequest,
+    DeskhandError,
+    HelloRequired,
+    ShuttingDown,
+    TooManyRequests,
+)
+from deskhand_d.protocol import (
+    ClientInfo,
+    Codec,
+    Error,
+    ErrorBody,
+    Event,
+    EventBody,
+    Hello,
+    Request,
+    Result,
+    ServerMessage,
+)
+from deskhand_d.rpc.handlers import Handler
+from deskhand_d.rpc.hub import Hub
+from deskhand_d.unixsock import PeerCred
+
+log = structlog.get_logger("deskhand.rpc")
+
+
+def op_name(request: Request) -> str:
+    tag = type(request).__struct_config__.tag
+    return tag if isinstance(tag, str) else type(request).__name__
+
+
+class Connection:
+    def __init__(
+        self,
+        *,
+        hub: Hub,
+        ws: WebSocketConnection,
+        codec: Codec,
+        peer: PeerCred,
+        handlers: dict[type[Request], Handler],
+    ) -> None:
+        self.hub = hub
+        self.hub_pid = os.getpid()
+        self.ws = ws
+        self.codec = codec
+        self.peer = peer
+        self.handlers = handlers
+        self.conn_id = hub.next_connection_id()
+        self.connected_at = trio.current_time()
+        self.client: ClientInfo | None = None
+        self.can_answer_questions = False
+        self.session_id = ""
+        self.stop_after_reply = False
+        self._outstanding: set[int] = set()
+        self._limit = hub.config.daemon.max_outstanding_requests
+        self._read_scope = trio.CancelScope()
+        self._close_request: tuple[int, str] | None = None
+
+    async def send(self, message: ServerMessage) -> None:
+        try:
+            await self.ws.send_message(self.codec.encode(message))
+        except ConnectionClosed:
+            pass  # the client went away; its replies have nowhere to go
+
+    async def send_event(self, event: EventBody) -> None:
+        await self.send(Event(event=event))
+
+    async def _reply_error(self, rid: int | None, exc: DeskhandError) -> None:
+        await self.send(
+            Error(id=rid, error=ErrorBody(code=exc.code, message=exc.message, data=exc.data))
+        )
+
+    def request_close(self, code: int, reason: str) -> None:
+        """Ask :meth:`run` to stop reading, cancel in-flight work and close with ``code``."""
+        self._close_request = (code, reason)
+        self._read_scope.cancel()
+
+    async def run(self) -> None:
+        """Serve requests until the client closes or :meth:`request_close` is called."""
+        async with trio.open_nursery() as nursery:
+            with self._read_scope:
+                while True:
+                    try:
+                        payload = await self.ws.get_message()
+                    except ConnectionClosed:
+                        break
+                    self._accept(nursery, payload)
+            nursery.cancel_scope.cancel()
+        if self._close_request is not None:
+            # Closing from here, while trio-websocket's reader task is still alive, lets the
+            # close handshake complete instead of waiting out a timeout.
+            with trio.move_on_after(1):
+                try:
+                    await self.ws.aclose(*self._close_request)
+                except ConnectionClosed:
+                    pass
+
+    def _accept(self, nursery: trio.Nursery, payload: str | bytes) -> None:
+        try:
+            request = self.codec.decode_request(payload)
+        except DeskhandError as exc:
+            self.hub.counters.record("<invalid>", 0.0, ok=False)
+            log.debug("request.invalid", conn=self.conn_id, code=exc.code)
+            rid = exc.data.pop("id", None)
+            nursery.start_soon(self._reply_error, rid, exc)
+            return
+        if request.id in self._outstanding:
+            dup = BadRequest(
+                f"request id {request.id} is still in progress; use a new id for each request",
+            )
+            nursery.start_soon(self._reply_error, request.id, dup)
+            return
+        if len(self._outstanding) >= self._limit:
+            busy = TooManyRequests(
+                f"this connection already has {self._limit} requests in progress; "
+                "wait for replies before sending more",
+            )
+            nursery.start_soon(self._reply_error, request.id, busy)
+            return
+        self._outstanding.add(request.id)
+        nursery.start_soon(self._run_request, request)
+
+    async def _run_request(self, request: Request) -> None:
+        op = op_name(request)
+        started = trio.current_time()
+        ok = False
+        try:
+            result = await self._dispatch(request)
+        except DeskhandError as exc:
+            await self._reply_error(request.id, exc)
+        except Exception:
+            log.exception("request.failed", conn=self.conn_id, op=op)
+            await self._reply_error(
+                request.id,
+                DeskhandError("the daemon hit an internal error; see its log for details"),
+            )
+        else:
+            ok = True
+            await self.send(Result(id=request.id, result=result))
+        finally:
+            self._outstanding.discard(request.id)
+            self.hub.counters.record(op, trio.current_time() - started, ok=ok)
+        if self.stop_after_reply:
+            self.hub.request_shutdown(f"asked by client {self.conn_id}")
+
+    async def _dispatch(self, request: Request) -> Any:
+        if self.client is None and not isinstance(request, Hello):
+            raise HelloRequired("send hello first; it must be the first request on a connection")
+        if self.hub.shutdown_requested.is_set():
+            raise ShuttingDown("the daemon is stopping and takes no new requests")
+        handler = self.handlers[type(request)]
+        return await handler(self, request)

@@ -1,0 +1,81 @@
+"""Daemon-wide state shared by every connection: who is connected, counters, shutdown.
+
+The hub is the one place connections register themselves, so ``status`` can list clients and
+a graceful stop can reach every connection. It holds no I/O of its own beyond trio Events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from deskhand_d import __version__
+from deskhand_d.config import Config
+from deskhand_d.protocol import PROTOCOL_VERSION, SUBPROTOCOLS, ClientSummary, StatusResult
+from deskhand_d.stats import OpCounters
+
+if TYPE_CHECKING:
+    from deskhand_d.rpc.connection import Connection
+
+
+@dataclass(slots=True)
+class Hub:
+    config: Config
+    socket_path: Path
+    started: float = field(default_factory=trio.current_time)
+    counters: OpCounters = field(default_factory=OpCounters)
+    connections: dict[int, Connection] = field(default_factory=dict)
+    shutdown_requested: trio.Event = field(default_factory=trio.Event)
+    shutdown_reason: str = ""
+    _emptied: trio.Event = field(default_factory=trio.Event)
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def next_connection_id(self) -> int:
+        return next(self._ids)
+
+    def register(self, conn: Connection) -> None:
+        self.connections[conn.conn_id] = conn
+
+    def unregister(self, conn: Connection) -> None:
+        self.connections.pop(conn.conn_id, None)
+        if not self.connections:
+            self._emptied.set()
+            self._emptied = trio.Event()
+
+    async def wait_no_connections(self) -> None:
+        while self.connections:
+            await self._emptied.wait()
+
+    def request_shutdown(self, reason: str) -> None:
+        if not self.shutdown_requested.is_set():
+            self.shutdown_reason = reason
+            self.shutdown_requested.set()
+
+    def status(self) -> StatusResult:
+        now = trio.current_time()
+        clients = [
+            ClientSummary(
+                name=c.client.name if c.client else "",
+                kind=c.client.kind if c.client else "",
+                version=c.client.version if c.client else "",
+                pid=c.peer.pid,
+                uid=c.peer.uid,
+                connected_s=round(now - c.connected_at, 3),
+            )
+            for c in sorted(self.connections.values(), key=lambda c: c.conn_id)
+        ]
+        return StatusResult(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(now - self.started, 3),
+            socket=str(self.socket_path),
+            protocol=PROTOCOL_VERSION,
+            subprotocols=list(SUBPROTOCOLS),
+            clients=clients,
+            ops=self.counters.snapshot(),
+        )
