@@ -1,0 +1,407 @@
+"""``deskhandctl service install|uninstall [--dry-run] [--platform linux|macos]``.
+
+Owns handing deskhand-d to the user's service manager: choosing the daemon command of this
+installation, rendering the systemd user units or the LaunchAgent for the current user,
+writing and removing those files, and driving ``systemctl --user`` or ``launchctl``. The
+templates belong to :mod:`deskhandctl._units`; every path convention (unit directories,
+socket, label) comes from :mod:`deskhand_d.paths`.
+
+Theory of operation: a run first builds a :class:`Plan` (directories, files, commands; no
+side effects), then prints it (``--dry-run``) or carries it out in this order: check that
+the service manager answers, run the ``before`` commands (uninstall stops the service
+first), change the files, run the ``after`` commands. When the service manager cannot be
+reached (no systemd user session, e.g. over ssh or in a container; no GUI login on macOS)
+the file changes are still made and the exact commands to finish by hand are printed.
+
+Exit status: 0 when done, including when only the service-manager step was left to the
+user; 1 when a file could not be written or removed, or a service-manager command failed;
+2 for bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import itertools
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from deskhand_d import paths
+from deskhandctl import _units
+
+PROG = "deskhandctl service"
+UNIT_MODE = 0o644
+PRIVATE_DIR_MODE = 0o700
+RETRY_PAUSE_S = 1.0  # between attempts of a Command with retry_s > 0
+
+
+class Platform(enum.Enum):
+    LINUX = "linux"
+    MACOS = "macos"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    argv: tuple[str, ...]
+    may_fail: bool = False  # e.g. unloading a job that is not loaded
+    retry_s: float = 0.0  # keep retrying a failure this long (launchd's bootout settles late)
+
+    def __str__(self) -> str:
+        return shlex.join(self.argv)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Everything one ``install`` or ``uninstall`` does, in execution order."""
+
+    action: str
+    probe: Command  # harmless; failing means the service manager is out of reach
+    before: tuple[Command, ...] = ()
+    private_dirs: tuple[Path, ...] = ()
+    writes: tuple[tuple[Path, str], ...] = ()
+    removes: tuple[Path, ...] = ()
+    after: tuple[Command, ...] = ()
+    manual: tuple[Command, ...] = ()  # to run by hand when the manager is out of reach
+    done: str = ""
+
+
+def running_platform() -> Platform | None:
+    if sys.platform == "darwin":
+        return Platform.MACOS
+    if sys.platform.startswith("linux"):
+        return Platform.LINUX
+    return None
+
+
+def daemon_command(executable: str = sys.executable) -> list[str]:
+    """The absolute daemon command of the installation ``executable`` belongs to.
+
+    The ``deskhand-d`` console script next to the interpreter when there is one, else the
+    interpreter with ``-P -m deskhand_d`` (``-P``: a service starts in the home directory,
+    which must not be able to shadow modules).
+    """
+    exe = Path(os.path.abspath(executable))  # not resolve(): a venv's python is a symlink
+    script = exe.with_name("deskhand-d")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [str(exe), "-P", "-m", "deskhand_d"]
+
+
+def _systemctl(*args: str, may_fail: bool = False) -> Command:
+    return Command(("systemctl", "--user", *args), may_fail=may_fail)
+
+
+def _launchctl(*args: str, may_fail: bool = False, retry_s: float = 0.0) -> Command:
+    return Command(("launchctl", *args), may_fail=may_fail, retry_s=retry_s)
+
+
+def macos_socket(env: Mapping[str, str]) -> Path:
+    """Where the LaunchAgent's socket goes: the path macOS clients use by default."""
+    if paths.is_macos():
+        return paths.runtime_dir(dict(env)) / paths.SOCKET_NAME
+    # Rendering for macOS elsewhere (dry runs, tests): paths.runtime_dir answers for the
+    # running OS, so its macOS rule is mirrored here; a test keeps the two in step.
+    return Path(env.get("TMPDIR") or "/tmp") / "deskhand" / paths.SOCKET_NAME
+
+
+def macos_log_dir(env: Mapping[str, str]) -> Path:
+    """``~/Library/Logs/Deskhand``, where Console.app looks for per-user logs."""
+    return paths.launch_agents_dir(dict(env)).parent / "Logs" / "Deskhand"
+
+
+def _linux_socket_text(env: Mapping[str, str]) -> str:
+    # The socket unit says %t/deskhand/deskhand.sock; %t is the session's XDG_RUNTIME_DIR.
+    xdg = env.get("XDG_RUNTIME_DIR")
+    return str(Path(xdg or "$XDG_RUNTIME_DIR") / "deskhand" / paths.SOCKET_NAME)
+
+
+def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[str]) -> Plan:
+    """What ``install`` does; raises :class:`_units.RenderError` for an unusable path."""
+    if platform is Platform.LINUX:
+        unit_dir = paths.systemd_user_dir(dict(env))
+        enable = (_systemctl("daemon-reload"), _systemctl("enable", "--now", paths.SYSTEMD_SOCKET))
+        return Plan(
+            action="install",
+            probe=_systemctl("show-environment"),
+            writes=(
+                (unit_dir / paths.SYSTEMD_SERVICE, _units.render_service(command)),
+                (unit_dir / paths.SYSTEMD_SOCKET, _units.render_socket()),
+            ),
+            after=enable,
+            manual=enable,
+            done=(
+                f"Deskhand is installed: systemd listens on {_linux_socket_text(env)} and "
+                "starts the daemon on the first connection.\n"
+                "Logs: journalctl --user -u deskhand.service\n"
+                "If the daemon was already running, restart it to use the new unit: "
+                "systemctl --user restart deskhand.service"
+            ),
+        )
+    sock, log_dir = macos_socket(env), macos_log_dir(env)
+    plist = paths.launch_agents_dir(dict(env)) / _units.PLIST_NAME
+    domain = f"gui/{os.getuid()}"
+    job = f"{domain}/{paths.LAUNCHD_LABEL}"
+    load = (
+        _launchctl("bootout", job, may_fail=True),  # a loaded older copy; fine if none
+        _launchctl("enable", job),  # undo an earlier `launchctl disable`
+        # Right after a bootout launchd may refuse the label for a few seconds (EIO).
+        _launchctl("bootstrap", domain, str(plist), retry_s=15.0),
+    )
+    return Plan(
+        action="install",
+        probe=_launchctl("print", domain),
+        private_dirs=(log_dir, sock.parent),
+        writes=((plist, _units.render_plist(command, str(sock), str(log_dir))),),
+        after=load,
+        manual=load,
+        done=(
+            f"Deskhand is installed: launchd listens on {sock} and keeps the daemon running "
+            "while you are logged in.\n"
+            f"Logs: {log_dir / _units.LOG_FILE_NAME}"
+        ),
+    )
+
+
+def plan_uninstall(platform: Platform, env: Mapping[str, str]) -> Plan:
+    """What ``uninstall`` does: stop and disable, then remove the files that exist."""
+    if platform is Platform.LINUX:
+        unit_dir = paths.systemd_user_dir(dict(env))
+        candidates = (
+            unit_dir / paths.SYSTEMD_SERVICE,
+            unit_dir / paths.SYSTEMD_SOCKET,
+            # `disable` removes these; listed for when systemctl cannot be reached.
+            unit_dir / "sockets.target.wants" / paths.SYSTEMD_SOCKET,
+            unit_dir / "default.target.wants" / paths.SYSTEMD_SERVICE,
+        )
+        units = (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE)
+        return Plan(
+            action="uninstall",
+            probe=_systemctl("show-environment"),
+            before=(_systemctl("disable", "--now", *units),),
+            removes=tuple(p for p in candidates if os.path.lexists(p)),
+            after=(_systemctl("daemon-reload"),),
+            manual=(_systemctl("stop", *units), _systemctl("daemon-reload")),
+            done="Deskhand's systemd units are removed; its config and state are kept.",
+        )
+    plist = paths.launch_agents_dir(dict(env)) / _units.PLIST_NAME
+    domain = f"gui/{os.getuid()}"
+    unload = (_launchctl("bootout", f"{domain}/{paths.LAUNCHD_LABEL}", may_fail=True),)
+    return Plan(
+        action="uninstall",
+        probe=_launchctl("print", domain),
+        before=unload,
+        removes=(plist,) if os.path.lexists(plist) else (),
+        manual=unload,
+        done=(
+            "Deskhand's LaunchAgent is removed; its config, state and logs "
+            f"({macos_log_dir(env)}) are kept."
+        ),
+    )
+
+
+def print_dry_run(plan: Plan) -> None:
+    """Print exactly what :func:`carry_out` would do, without doing any of it."""
+    print(f"{PROG} {plan.action} --dry-run: nothing has been written, removed or run.\n")
+    print("=== would check that the service manager answers ===")
+    print(f"$ {plan.probe}")
+    if plan.before:
+        print("=== would run ===")
+        print("\n".join(f"$ {c}" for c in plan.before))
+    for d in plan.private_dirs:
+        print(f"=== would create directory {d} (mode {PRIVATE_DIR_MODE:04o}) ===")
+    for path, text in plan.writes:
+        print(f"=== would write {path} (mode {UNIT_MODE:04o}) ===")
+        sys.stdout.write(text)
+    for path in plan.removes:
+        print(f"=== would remove {path} ===")
+    if plan.after:
+        print("=== would run ===")
+        print("\n".join(f"$ {c}" for c in plan.after))
+
+
+def _unreachable_reason(probe: Command) -> str | None:
+    """Why the service manager cannot be used from here, or None when it answers."""
+    if shutil.which(probe.argv[0]) is None:
+        return f"there is no {probe.argv[0]} on PATH"
+    try:
+        done = subprocess.run(probe.argv, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        return f"{probe.argv[0]} could not be run ({exc.strerror})"
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()
+        return f"'{probe}' failed" + (f": {detail[0]}" if detail else "")
+    return None
+
+
+def _run(commands: Sequence[Command]) -> list[Command]:
+    """Run in order; on the first real failure, return it and everything after it."""
+    for i, cmd in enumerate(commands):
+        deadline = time.monotonic() + cmd.retry_s
+        for attempt in itertools.count():
+            try:
+                done = subprocess.run(cmd.argv, capture_output=True, text=True, check=False)
+                code, detail = done.returncode, (done.stderr or done.stdout).strip()
+            except OSError as exc:
+                code, detail = -1, str(exc.strerror)
+            if code == 0 or time.monotonic() >= deadline:
+                break
+            if attempt == 0:
+                print(f"'{cmd}' failed ({detail or code}); retrying for up to {cmd.retry_s:g} s")
+            time.sleep(RETRY_PAUSE_S)
+        if code == 0:
+            print(f"ran: {cmd}")
+        elif cmd.may_fail:
+            print(f"ran: {cmd} (exit {code}, which is fine here)")
+        else:
+            print(f"{PROG}: '{cmd}' failed with exit status {code}", file=sys.stderr)
+            if detail:
+                print(detail, file=sys.stderr)
+            return list(commands[i:])
+    return []
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically, so a failed write never leaves half a unit behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    replaced = False
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            os.fchmod(f.fileno(), UNIT_MODE)
+        os.replace(tmp, path)
+        replaced = True
+    finally:
+        if not replaced:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _change_files(plan: Plan) -> None:
+    for d in plan.private_dirs:
+        if not d.is_dir():
+            d.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+            d.chmod(PRIVATE_DIR_MODE)  # mkdir's mode went through the umask
+            print(f"created {d}")
+    for path, text in plan.writes:
+        _write(path, text)
+        print(f"wrote {path}")
+    for path in plan.removes:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue  # `disable` already removed it
+        print(f"removed {path}")
+
+
+def _print_commands(intro: str, commands: Sequence[Command]) -> None:
+    print(intro, file=sys.stderr)
+    for cmd in commands:
+        note = "   # an error saying it is not loaded is fine" if cmd.may_fail else ""
+        print(f"  {cmd}{note}", file=sys.stderr)
+
+
+def carry_out(plan: Plan) -> int:
+    """Do what the plan says; returns the exit status."""
+    reason = _unreachable_reason(plan.probe)
+    pending: list[Command] = []
+    if reason is None:
+        pending = _run(plan.before)
+    try:
+        _change_files(plan)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{PROG}: {plan.action} failed: {exc.strerror}{where}", file=sys.stderr)
+        print("Fix the cause and run the same command again.", file=sys.stderr)
+        return 1
+    if reason is None:
+        pending = [*pending, *plan.after] if pending else _run(plan.after)
+    if reason is not None:
+        print(f"{PROG}: the service manager cannot be reached: {reason}.", file=sys.stderr)
+        _print_commands(
+            "The files are in place. To finish, run these in your desktop session:",
+            plan.manual,
+        )
+        return 0
+    if pending:
+        _print_commands("To finish, fix the error above and run:", pending)
+        return 1
+    print(plan.done)
+    return 0
+
+
+def _socket_override_note(platform: Platform, env: Mapping[str, str]) -> str | None:
+    override = env.get("DESKHAND_SOCKET")
+    if not override:
+        return None
+    served = str(macos_socket(env)) if platform is Platform.MACOS else _linux_socket_text(env)
+    if override == served:
+        return None
+    return (
+        f"note: DESKHAND_SOCKET is set to {override}, but the service listens on {served}; "
+        "unset DESKHAND_SOCKET (or point it there) so clients find the service."
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="Register deskhand-d with this user's service manager (systemd or "
+        "launchd) so it starts on demand, or remove it again.",
+    )
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the files and commands, change nothing",
+    )
+    p.add_argument(
+        "--platform",
+        choices=[member.value for member in Platform],
+        help="render for this platform (default: the one this runs on)",
+    )
+    return p
+
+
+def main(argv: list[str]) -> int:
+    """Entry point; ``argv`` is what follows ``deskhandctl service``."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:  # --help exits 0, a usage error 2; return it, don't exit
+        return exc.code if isinstance(exc.code, int) else 2
+    platform = Platform(args.platform) if args.platform else running_platform()
+    if platform is None:
+        print(
+            f"{PROG}: {sys.platform} has neither systemd user units nor launchd; start "
+            "deskhand-d yourself, or pass --platform linux|macos to see the files.",
+            file=sys.stderr,
+        )
+        return 2
+    env = os.environ
+    try:
+        if args.action == "install":
+            plan = plan_install(platform, env, daemon_command())
+        else:
+            plan = plan_uninstall(platform, env)
+    except _units.RenderError as exc:
+        print(f"{PROG}: cannot render the service files: {exc}", file=sys.stderr)
+        print("Install Deskhand under a path without such characters.", file=sys.stderr)
+        return 1
+    if args.action == "uninstall" and not plan.removes:
+        print("Deskhand's service is not installed here; nothing to remove.")
+        return 0
+    if args.dry_run:
+        print_dry_run(plan)
+        return 0
+    status = carry_out(plan)
+    note = _socket_override_note(platform, env) if args.action == "install" else None
+    if note and status == 0:
+        print(note, file=sys.stderr)
+    return status

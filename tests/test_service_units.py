@@ -1,0 +1,680 @@
+"""The systemd units, the LaunchAgent and ``deskhandctl service install|uninstall``.
+
+Static validation follows what works without a service manager on the CI machine:
+``systemd-analyze --user verify`` for the units (package ``systemd``), and for the plist
+``plistlib``, a binary round trip, ``launchd_check`` and ``xmllint --valid`` against the
+local DTD in ``fixtures/plist`` (package ``libxml2-utils``). Missing tools fail these tests on
+Linux instead of skipping them, so a CI image without them cannot pass silently. Each check
+also has a negative control showing it can fail.
+
+The install tests point HOME, XDG_CONFIG_HOME, XDG_RUNTIME_DIR and TMPDIR at a temporary
+directory, and put fake ``systemctl`` / ``launchctl`` scripts (or none) first on PATH, so
+they never touch the real user session.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deskhandctl import _units, service
+from launchd_check import problems
+
+from deskhand_d import paths
+
+REPO = Path(__file__).resolve().parents[1]
+CATALOG = REPO / "fixtures" / "plist" / "catalog.xml"
+HEADER = re.compile(r"^=== would (write|remove|create directory) (\S+)(?: \(mode (\d+)\))? ===$")
+
+
+def _tool(name: str, package: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if name == "systemd-analyze" and sys.platform == "darwin":
+            pytest.skip("systemd units are verified on Linux CI")
+        pytest.fail(f"{name} is missing: install the Debian package {package!r}")
+    return found
+
+
+def analyze(tmp_path: Path, *units: Path) -> tuple[int, str]:
+    """``systemd-analyze --user verify`` in a throwaway environment: (exit status, output)."""
+    exe = _tool("systemd-analyze", "systemd")
+    sandbox = tmp_path / "analyze"
+    for sub in ("run", "home", "config"):
+        (sandbox / sub).mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "XDG_RUNTIME_DIR": str(sandbox / "run"),
+        "HOME": str(sandbox / "home"),
+        "XDG_CONFIG_HOME": str(sandbox / "config"),
+        "SYSTEMD_COLORS": "0",
+    }
+    done = subprocess.run(
+        [exe, "--user", "verify", "--man=no", *map(str, units)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def write_units(where: Path, service_text: str) -> tuple[Path, Path]:
+    where.mkdir(parents=True, exist_ok=True)
+    unit, sock = where / paths.SYSTEMD_SERVICE, where / paths.SYSTEMD_SOCKET
+    unit.write_text(service_text)
+    sock.write_text(_units.render_socket())
+    return unit, sock
+
+
+def xmllint(path: Path, catalog: Path | None = CATALOG) -> tuple[int, str]:
+    """``xmllint --noout --nonet --valid`` with the local plist DTD: (exit status, output)."""
+    exe = _tool("xmllint", "libxml2-utils")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    if catalog is not None:
+        env["XML_CATALOG_FILES"] = str(catalog)
+    done = subprocess.run(
+        [exe, "--noout", "--nonet", "--valid", str(path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def rendered_plist(command: list[str] | None = None) -> str:
+    return _units.render_plist(
+        command or service.daemon_command(),
+        "/Users/someone/tmp/deskhand/deskhand.sock",
+        "/Users/someone/Library/Logs/Deskhand",
+    )
+
+
+# --- the checked-in copies -----------------------------------------------------------------
+
+
+def test_repository_copies_match_the_units_module() -> None:
+    """systemd/ and launchd/ hold byte-identical copies of the _units templates."""
+    files = _units.canonical_files()
+    assert set(files) == {
+        "systemd/deskhand.service",
+        "systemd/deskhand.socket",
+        "launchd/dev.deskhand.daemon.plist",
+    }
+    for rel, text in files.items():
+        assert (REPO / rel).read_bytes() == text.encode("utf-8"), (
+            f"{rel} is stale: run .venv/bin/python -m deskhandctl._units"
+        )
+
+
+def test_templates_name_the_shared_constants() -> None:
+    """Unit names, label and socket name come from deskhand_d.paths, not retyped strings."""
+    assert f"Requires={paths.SYSTEMD_SOCKET}" in _units.SERVICE_TEMPLATE
+    assert f"Also={paths.SYSTEMD_SOCKET}" in _units.SERVICE_TEMPLATE
+    assert f"Service={paths.SYSTEMD_SERVICE}" in _units.SOCKET_TEMPLATE
+    assert f"ListenStream=%t/deskhand/{paths.SOCKET_NAME}" in _units.SOCKET_TEMPLATE
+    job = plistlib.loads(_units.PLIST_TEMPLATE.encode())
+    assert job["Label"] == paths.LAUNCHD_LABEL
+    assert f"{paths.LAUNCHD_LABEL}.plist" == _units.PLIST_NAME
+
+
+# --- systemd ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        pytest.param(service.daemon_command(), id="console-script"),
+        pytest.param([sys.executable, "-P", "-m", "deskhand_d"], id="python-m"),
+    ],
+)
+def test_rendered_units_pass_systemd_analyze(tmp_path: Path, command: list[str]) -> None:
+    """The units rendered with this venv's daemon command verify with no output at all."""
+    unit, sock = write_units(tmp_path / "units", _units.render_service(command))
+    assert analyze(tmp_path, unit, sock) == (0, "")
+    service_text = unit.read_text()
+    assert "Type=notify\n" in service_text
+    assert "NotifyAccess=main\n" in service_text
+    assert f"ExecStart={' '.join(command)}\n" in service_text
+
+
+def test_service_unit_settings() -> None:
+    """The service has the restart, stop and hardening settings the daemon relies on."""
+    lines = set(_units.render_service(["/usr/bin/deskhand-d"]).splitlines())
+    for want in (
+        "Restart=on-failure",
+        "TimeoutStopSec=10",
+        "UMask=0077",
+        "NoNewPrivileges=yes",
+        "PrivateTmp=no",
+        "MemoryDenyWriteExecute=no",
+        "WantedBy=default.target",
+    ):
+        assert want in lines
+    # These would make the home directory read-only for apps the daemon launches.
+    assert not any(line.startswith(("ProtectSystem=", "ProtectHome=")) for line in lines)
+    socket_lines = set(_units.render_socket().splitlines())
+    for want in ("SocketMode=0600", "DirectoryMode=0700", "RemoveOnStop=yes"):
+        assert want in socket_lines
+    assert "WantedBy=sockets.target" in socket_lines
+
+
+BROKEN_EXECSTART = {
+    "relative": "ExecStart=deskhand-not-absolute",
+    "missing-binary": "ExecStart=/nonexistent/bin/deskhand-d",
+    "no-execstart": "",
+    "unrendered-template": f"ExecStart={_units.DESKHAND_D}",
+}
+
+
+@pytest.mark.parametrize("replacement", BROKEN_EXECSTART.values(), ids=BROKEN_EXECSTART.keys())
+def test_systemd_analyze_rejects_a_bad_execstart(tmp_path: Path, replacement: str) -> None:
+    """Negative control: a relative, missing or absent ExecStart fails verification."""
+    good = _units.render_service(service.daemon_command())
+    broken = re.sub(r"^ExecStart=.*$", replacement, good, count=1, flags=re.MULTILINE)
+    assert broken != good
+    status, output = analyze(tmp_path, *write_units(tmp_path / "units", broken))
+    assert status != 0
+    assert output
+
+
+def test_systemd_analyze_output_alone_fails_the_check(tmp_path: Path) -> None:
+    """Negative control: a misspelt key exits 0 but prints a warning, so output must count."""
+    good = _units.render_service(service.daemon_command())
+    broken = good.replace("Restart=on-failure", "Restartt=on-failure")
+    status, output = analyze(tmp_path, *write_units(tmp_path / "units", broken))
+    assert status == 0
+    assert "Restartt" in output
+
+
+@pytest.mark.parametrize("dirname", ["with space", "100%", "semi;colon", "ümlaut"])
+def test_unusual_install_paths_are_quoted_for_systemd(tmp_path: Path, dirname: str) -> None:
+    """Spaces, '%' and ';' in the venv path are quoted or escaped so the unit still verifies."""
+    exe = tmp_path / dirname / "bin" / "deskhand-d"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    unit, sock = write_units(tmp_path / "units", _units.render_service([str(exe)]))
+    assert analyze(tmp_path, unit, sock) == (0, "")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["deskhand-d"],
+        [],
+        ["/opt/it's/deskhand-d"],
+        ["/opt/back\\slash/deskhand-d"],
+        ["/opt/$HOME/deskhand-d"],
+        ["/opt/new\nline/deskhand-d"],
+    ],
+    ids=["relative", "empty", "quote", "backslash", "dollar", "newline"],
+)
+def test_render_service_refuses_unusable_commands(command: list[str]) -> None:
+    """Commands systemd would reject or misread raise RenderError instead of a bad unit."""
+    with pytest.raises(_units.RenderError):
+        _units.render_service(command)
+
+
+# --- launchd ---------------------------------------------------------------------------------
+
+
+def test_checked_in_plist_is_valid() -> None:
+    """The template parses, has the right key types and is valid against the plist DTD."""
+    path = REPO / "launchd" / _units.PLIST_NAME
+    assert problems(plistlib.loads(path.read_bytes()), rendered=False) == []
+    assert xmllint(path) == (0, "")
+
+
+def test_rendered_plist_round_trips_and_validates(tmp_path: Path) -> None:
+    """The rendered plist survives XML and binary round trips and every static check."""
+    from deskhand_d.activation import LAUNCHD_SOCKET_NAME
+
+    command = service.daemon_command()
+    text = rendered_plist(command)
+    job = plistlib.loads(text.encode())
+    assert plistlib.loads(plistlib.dumps(job, fmt=plistlib.FMT_BINARY)) == job
+    assert plistlib.loads(plistlib.dumps(job, fmt=plistlib.FMT_XML)) == job
+    assert problems(job) == []
+    target = tmp_path / _units.PLIST_NAME
+    target.write_text(text)
+    assert xmllint(target) == (0, "")
+    assert job["Label"] == paths.LAUNCHD_LABEL
+    assert job["ProgramArguments"] == command
+    assert job["RunAtLoad"] is True
+    assert job["KeepAlive"] == {"SuccessfulExit": False}
+    listener = job["Sockets"][LAUNCHD_SOCKET_NAME]
+    assert listener == {
+        "SockPathName": "/Users/someone/tmp/deskhand/deskhand.sock",
+        "SockPathMode": 0o600,
+    }
+    assert job["StandardErrorPath"] == "/Users/someone/Library/Logs/Deskhand/deskhand-d.log"
+
+
+def test_plist_escapes_xml_metacharacters() -> None:
+    """Paths with &, <, > and quotes come back unchanged from the rendered plist."""
+    odd = "/Users/a&b/<x>/\"q'/deskhand-d"
+    job = plistlib.loads(rendered_plist([odd, "-P", "-m", "deskhand_d"]).encode())
+    assert job["ProgramArguments"] == [odd, "-P", "-m", "deskhand_d"]
+
+
+def test_render_plist_refuses_relative_paths() -> None:
+    """A relative socket path or log directory raises RenderError."""
+    with pytest.raises(_units.RenderError):
+        _units.render_plist(["/bin/deskhand-d"], "deskhand.sock", "/Users/x/Library/Logs")
+    with pytest.raises(_units.RenderError):
+        _units.render_plist(["/bin/deskhand-d"], "/tmp/deskhand.sock", "Logs")
+
+
+def _mutate(job: dict[str, Any], change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    copy: dict[str, Any] = plistlib.loads(plistlib.dumps(job))
+    change(copy)
+    return copy
+
+
+BAD_JOBS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "integer-label": (lambda j: j.update(Label=7), "Label"),
+    "string-keepalive": (lambda j: j.update(KeepAlive="yes"), "KeepAlive"),
+    "string-mode": (
+        lambda j: j["Sockets"]["Listeners"].update(SockPathMode="0600"),
+        "SockPathMode",
+    ),
+    "misspelt-key": (lambda j: j.update(RunAtLogin=True), "RunAtLogin"),
+    "relative-program": (lambda j: j.update(ProgramArguments=["deskhand-d"]), "absolute"),
+    "bad-process-type": (lambda j: j.update(ProcessType="Fast"), "ProcessType"),
+    "env-not-string": (lambda j: j.update(EnvironmentVariables={"X": 1}), "EnvironmentVariables"),
+    "no-program": (lambda j: j.pop("ProgramArguments"), "ProgramArguments"),
+    "placeholder-left": (
+        lambda j: j.update(StandardOutPath=_units.LOG_DIR + "/x.log"),
+        "@LOG_DIR@",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "mentions"), BAD_JOBS.values(), ids=BAD_JOBS.keys())
+def test_launchd_check_flags_wrong_types(
+    change: Callable[[dict[str, Any]], None], mentions: str
+) -> None:
+    """Negative control: launchd_check reports a wrong type, unknown key or leftover path."""
+    job = plistlib.loads(rendered_plist().encode())
+    found = problems(_mutate(job, change))
+    assert found
+    assert any(mentions in p for p in found), found
+
+
+BROKEN_XML = {
+    "tag-mismatch": ("<string>dev.deskhand.daemon</string>", "<string>dev.deskhand.daemon</strin>"),
+    "key-after-key": ("<key>RunAtLoad</key>\n", "<key>RunAtLoad</key>\n  <key>Extra</key>\n"),
+    "unknown-element": ("<true/>", "<yes/>"),
+}
+
+
+@pytest.mark.parametrize(("old", "new"), BROKEN_XML.values(), ids=BROKEN_XML.keys())
+def test_xmllint_rejects_broken_plists(tmp_path: Path, old: str, new: str) -> None:
+    """Negative control: xmllint with the local DTD fails malformed or off-grammar plists."""
+    text = rendered_plist()
+    assert old in text
+    target = tmp_path / "broken.plist"
+    target.write_text(text.replace(old, new, 1))
+    status, output = xmllint(target)
+    assert status != 0
+    assert output
+
+
+def test_plistlib_rejects_malformed_xml() -> None:
+    """Negative control: plistlib refuses a plist whose tags do not match."""
+    text = rendered_plist().replace("</string>", "</strin>", 1)
+    with pytest.raises(Exception, match=r"mismatched tag|unexpected|invalid"):
+        plistlib.loads(text.encode())
+
+
+def test_xmllint_needs_the_local_catalog(tmp_path: Path) -> None:
+    """Without the catalog xmllint finds no DTD offline, so passing proves the DTD was used."""
+    target = tmp_path / _units.PLIST_NAME
+    target.write_text(rendered_plist())
+    status, output = xmllint(target, catalog=None)
+    assert status != 0
+    assert "no DTD found" in output
+
+
+@pytest.mark.skipif(sys.platform != "darwin", reason="plutil exists only on macOS")
+def test_plutil_lints_the_rendered_plist(tmp_path: Path) -> None:
+    """On macOS, Apple's own linter accepts the rendered plist."""
+    target = tmp_path / _units.PLIST_NAME
+    target.write_text(rendered_plist())
+    done = subprocess.run(
+        ["plutil", "-lint", str(target)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- deskhandctl service ---------------------------------------------------------------------
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    home: Path
+    config: Path
+    runtime: Path
+    tmpdir: Path
+    bin: Path
+
+    def snapshot(self) -> set[str]:
+        return {str(p.relative_to(self.root)) for p in self.root.rglob("*")}
+
+    def fake(self, name: str, script: str) -> Path:
+        """Put an executable ``name`` running ``script`` (sh) on PATH; calls go to calls.log."""
+        exe = self.bin / name
+        exe.write_text(
+            f'#!/bin/sh\nprintf "%s\\n" "{name} $*" >> "{self.root}/calls.log"\n{script}\n'
+        )
+        exe.chmod(0o755)
+        return exe
+
+    def calls(self) -> list[str]:
+        log = self.root / "calls.log"
+        return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    """A private HOME / XDG tree and a PATH holding only fake tools."""
+    root = tmp_path / "box"
+    sb = Sandbox(root, root / "home", root / "config", root / "run", root / "T", root / "bin")
+    for d in (sb.home, sb.config, sb.runtime, sb.tmpdir, sb.bin):
+        d.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(sb.home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(sb.config))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(sb.runtime))
+    monkeypatch.setenv("TMPDIR", str(sb.tmpdir))
+    monkeypatch.setenv("PATH", str(sb.bin))
+    monkeypatch.delenv("DESKHAND_SOCKET", raising=False)
+    monkeypatch.setattr(service, "RETRY_PAUSE_S", 0.0)
+    return sb
+
+
+def blocks(output: str) -> dict[str, tuple[str, str, str]]:
+    """Dry-run output by path: (verb, mode, file content that follows the header)."""
+    found: dict[str, tuple[str, str, str]] = {}
+    key: str | None = None
+    for line in output.splitlines(keepends=True):
+        if line.startswith("=== "):
+            m = HEADER.match(line.rstrip("\n"))
+            key = m.group(2) if m else None
+            if m:
+                found[m.group(2)] = (m.group(1), m.group(3) or "", "")
+        elif key is not None:
+            verb, mode, text = found[key]
+            found[key] = (verb, mode, text + line)
+    return found
+
+
+def test_linux_dry_run_prints_units_and_changes_nothing(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install --dry-run on Linux prints both units in full and the commands, writing nothing."""
+    before = box.snapshot()
+    assert service.main(["install", "--dry-run", "--platform", "linux"]) == 0
+    out = capsys.readouterr().out
+    assert box.snapshot() == before
+    unit_dir = box.config / "systemd" / "user"
+    got = blocks(out)
+    assert got == {
+        str(unit_dir / "deskhand.service"): (
+            "write",
+            "0644",
+            _units.render_service(service.daemon_command()),
+        ),
+        str(unit_dir / "deskhand.socket"): ("write", "0644", _units.render_socket()),
+    }
+    assert all(Path(p).is_absolute() for p in got)
+    assert (
+        "$ systemctl --user daemon-reload\n$ systemctl --user enable --now deskhand.socket\n" in out
+    )
+    assert box.calls() == []
+
+
+def test_macos_dry_run_prints_plist_and_changes_nothing(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """install --dry-run --platform macos prints the rendered plist and launchctl commands."""
+    before = box.snapshot()
+    assert service.main(["install", "--dry-run", "--platform", "macos"]) == 0
+    out = capsys.readouterr().out
+    assert box.snapshot() == before
+    plist = box.home / "Library" / "LaunchAgents" / "dev.deskhand.daemon.plist"
+    logs = box.home / "Library" / "Logs" / "Deskhand"
+    sock = box.tmpdir / "deskhand" / "deskhand.sock"
+    got = blocks(out)
+    expected = _units.render_plist(service.daemon_command(), str(sock), str(logs))
+    assert got[str(plist)] == ("write", "0644", expected)
+    assert got[str(logs)] == ("create directory", "0700", "")
+    assert got[str(sock.parent)] == ("create directory", "0700", "")
+    job = plistlib.loads(expected.encode())
+    assert problems(job) == []
+    uid = os.getuid()
+    assert f"$ launchctl bootstrap gui/{uid} {plist}\n" in out
+    assert box.calls() == []
+
+
+def test_macos_socket_follows_paths_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The socket rendered for macOS off-Mac equals deskhand_d.paths' macOS socket."""
+    env = {"TMPDIR": "/var/folders/ab/cd/T/", "HOME": "/Users/x"}
+    mirrored = service.macos_socket(env)
+    monkeypatch.setattr(paths, "is_macos", lambda: True)
+    assert mirrored == paths.runtime_dir(env) / paths.SOCKET_NAME == service.macos_socket(env)
+    assert service.macos_socket({}) == Path("/tmp/deskhand/deskhand.sock")
+
+
+def test_daemon_command_prefers_the_console_script(tmp_path: Path) -> None:
+    """The deskhand-d script next to the interpreter wins; otherwise python -P -m deskhand_d."""
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text("")
+    assert service.daemon_command(str(python)) == [str(python), "-P", "-m", "deskhand_d"]
+    script = python.with_name("deskhand-d")
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert service.daemon_command(str(python)) == [str(script)]
+    real = service.daemon_command()
+    assert Path(real[0]).is_absolute() and os.access(real[0], os.X_OK)
+
+
+def test_install_without_systemctl_writes_units_and_explains(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No systemctl on PATH: units are written 0644, the output says how to enable them."""
+    assert service.main(["install", "--platform", "linux"]) == 0
+    out, err = capsys.readouterr()
+    unit_dir = box.config / "systemd" / "user"
+    unit, sock = unit_dir / "deskhand.service", unit_dir / "deskhand.socket"
+    assert unit.read_text() == _units.render_service(service.daemon_command())
+    assert sock.read_text() == _units.render_socket()
+    assert stat.S_IMODE(unit.stat().st_mode) == stat.S_IMODE(sock.stat().st_mode) == 0o644
+    assert f"wrote {unit}" in out
+    assert "no systemctl on PATH" in err
+    assert "systemctl --user daemon-reload" in err
+    assert "systemctl --user enable --now deskhand.socket" in err
+    assert sorted(p.name for p in unit_dir.iterdir()) == ["deskhand.service", "deskhand.socket"]
+
+    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    out, err = capsys.readouterr()
+    assert not unit.exists() and not sock.exists()
+    assert f"removed {unit}" in out
+    assert "systemctl --user stop deskhand.socket deskhand.service" in err
+
+
+def test_install_when_the_user_manager_does_not_answer(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """systemctl present but no user bus: files are written, the bus error is quoted."""
+    box.fake("systemctl", 'echo "Failed to connect to bus: No medium found" >&2; exit 1')
+    assert service.main(["install", "--platform", "linux"]) == 0
+    err = capsys.readouterr().err
+    assert "Failed to connect to bus: No medium found" in err
+    assert "systemctl --user enable --now deskhand.socket" in err
+    assert box.calls() == ["systemctl --user show-environment"]
+    assert (box.config / "systemd" / "user" / "deskhand.socket").is_file()
+
+
+def test_install_and_uninstall_drive_systemctl(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With a working systemctl, install enables the socket and uninstall disables and cleans up."""
+    box.fake("systemctl", "exit 0")
+    assert service.main(["install", "--platform", "linux"]) == 0
+    out = capsys.readouterr().out
+    assert box.calls() == [
+        "systemctl --user show-environment",
+        "systemctl --user daemon-reload",
+        "systemctl --user enable --now deskhand.socket",
+    ]
+    assert f"listens on {box.runtime / 'deskhand' / 'deskhand.sock'}" in out
+    unit_dir = box.config / "systemd" / "user"
+    wants = unit_dir / "sockets.target.wants" / "deskhand.socket"
+    wants.parent.mkdir()
+    wants.symlink_to(unit_dir / "deskhand.socket")  # what a real `enable` leaves behind
+
+    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert box.calls()[3:] == [
+        "systemctl --user show-environment",
+        "systemctl --user disable --now deskhand.socket deskhand.service",
+        "systemctl --user daemon-reload",
+    ]
+    assert not os.path.lexists(wants)
+    assert list(unit_dir.rglob("deskhand*")) == []
+    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert "nothing to remove" in capsys.readouterr().out
+
+
+def test_failed_enable_exits_nonzero_with_the_next_steps(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing `enable --now` is reported with its message and the command to retry."""
+    box.fake("systemctl", 'case "$*" in *enable*) echo "Failed to enable: boom" >&2; exit 1;; esac')
+    assert service.main(["install", "--platform", "linux"]) == 1
+    err = capsys.readouterr().err
+    assert "Failed to enable: boom" in err
+    assert (
+        "To finish, fix the error above and run:\n  systemctl --user enable --now deskhand.socket"
+        in err
+    )
+
+
+def test_install_reports_an_unwritable_unit_directory(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """When the unit directory cannot be created, install exits 1 and runs no command."""
+    box.fake("systemctl", "exit 0")
+    (box.config / "systemd").write_text("a file where a directory should be")
+    assert service.main(["install", "--platform", "linux"]) == 1
+    assert "install failed" in capsys.readouterr().err
+    assert box.calls() == ["systemctl --user show-environment"]
+
+
+def test_socket_override_is_pointed_out(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DESKHAND_SOCKET that differs from the service's socket gets a note after install."""
+    box.fake("systemctl", "exit 0")
+    monkeypatch.setenv("DESKHAND_SOCKET", "/elsewhere/deskhand.sock")
+    assert service.main(["install", "--platform", "linux"]) == 0
+    assert "DESKHAND_SOCKET is set to /elsewhere/deskhand.sock" in capsys.readouterr().err
+
+
+def test_macos_install_and_uninstall_drive_launchctl(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On macOS the plist is written and bootstrapped (retrying launchd's EIO), then removed."""
+    state = box.root / "bootstrapped-once"
+    box.fake(
+        "launchctl",
+        # The first bootstrap fails the way launchd does right after a bootout.
+        f'case "$1" in bootstrap) [ -e "{state}" ] || {{ : > "{state}"; '
+        'echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; };; esac',
+    )
+    assert service.main(["install", "--platform", "macos"]) == 0
+    out = capsys.readouterr().out
+    uid = os.getuid()
+    plist = box.home / "Library" / "LaunchAgents" / "dev.deskhand.daemon.plist"
+    assert box.calls() == [
+        f"launchctl print gui/{uid}",
+        f"launchctl bootout gui/{uid}/dev.deskhand.daemon",
+        f"launchctl enable gui/{uid}/dev.deskhand.daemon",
+        f"launchctl bootstrap gui/{uid} {plist}",
+        f"launchctl bootstrap gui/{uid} {plist}",
+    ]
+    job = plistlib.loads(plist.read_bytes())
+    assert problems(job) == []
+    logs = box.home / "Library" / "Logs" / "Deskhand"
+    assert stat.S_IMODE(logs.stat().st_mode) == 0o700
+    assert stat.S_IMODE((box.tmpdir / "deskhand").stat().st_mode) == 0o700
+    assert f"Logs: {logs / 'deskhand-d.log'}" in out
+    assert "Input/output error); retrying" in out
+
+    assert service.main(["uninstall", "--platform", "macos"]) == 0
+    assert box.calls()[5:] == [
+        f"launchctl print gui/{uid}",
+        f"launchctl bootout gui/{uid}/dev.deskhand.daemon",
+    ]
+    assert not plist.exists()
+
+
+def test_unknown_platform_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On an OS with neither systemd nor launchd, install refuses with exit status 2."""
+    monkeypatch.setattr(sys, "platform", "freebsd14")
+    assert service.main(["install", "--dry-run"]) == 2
+    assert "--platform" in capsys.readouterr().err
+
+
+def test_help_and_usage_errors_return_instead_of_exiting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """main() returns 0 for --help and 2 for a bad action, so the dispatcher keeps control."""
+    assert service.main(["--help"]) == 0
+    assert "install" in capsys.readouterr().out
+    assert service.main(["reinstall"]) == 2
+    assert "invalid choice" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(
+    not (REPO / "clients" / "deskhandctl" / "__main__.py").exists(),
+    reason="clients/deskhandctl/__main__.py (the CLI dispatcher) is not written yet",
+)
+def test_cli_dry_run_in_a_subprocess(box: Sandbox) -> None:
+    """`python -m deskhandctl service install --dry-run` prints the units and writes nothing."""
+    before = box.snapshot()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deskhandctl",
+            "service",
+            "install",
+            "--dry-run",
+            "--platform",
+            "linux",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert box.snapshot() == before
+    unit = box.config / "systemd" / "user" / "deskhand.service"
+    assert blocks(done.stdout)[str(unit)][2] == _units.render_service(service.daemon_command())
