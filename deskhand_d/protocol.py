@@ -211,6 +211,9 @@ class Codec:
             request = self._decoder.decode(raw)
         except msgspec.DecodeError as exc:
             raise BadRequest(_describe(exc), data=_salvage_id(self._loose, raw)) from None
+        except RecursionError:
+            # msgspec recurses while skipping a deeply nested value it does not need.
+            raise BadRequest("the payload is nested too deeply to be a request") from None
         if not 0 <= request.id <= MAX_ID:
             raise BadRequest(f"id must be an integer from 0 to {MAX_ID}")
         return request

@@ -15,12 +15,13 @@ import socket
 
 import structlog
 import trio
-from trio_websocket import ConnectionClosed, wrap_server_stream
+from trio_websocket import ConnectionClosed
 
 from deskhand_d.protocol import SUBPROTOCOLS, WS_PATH, Codec, pick_subprotocol
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.handlers import HANDLERS, Handler
 from deskhand_d.rpc.hub import Hub
+from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred, peer_credentials
 
 log = structlog.get_logger("deskhand.rpc")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -118,7 +117,10 @@ def test_listen_pid_for_another_process_is_ignored() -> None:
 def test_version_flag_is_fast_path() -> None:
     """`deskhand-d --version` prints the version without starting anything."""
     out = subprocess.run(
-        [sys.executable, "-m", "deskhand_d", "--version"], capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "deskhand_d", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert out.returncode == 0
     assert out.stdout.strip().startswith("deskhand-d 0.")

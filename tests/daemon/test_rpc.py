@@ -30,7 +30,9 @@ def test_hello_welcome_and_status(daemon: DaemonProc) -> None:
     c.call("ping")
     status = c.call("status")["result"]
     assert status["socket"] == str(daemon.socket)
-    assert [(x["name"], x["kind"], x["uid"]) for x in status["clients"]] == [("probe", "test", os.getuid())]
+    assert [(x["name"], x["kind"], x["uid"]) for x in status["clients"]] == [
+        ("probe", "test", os.getuid())
+    ]
     assert status["clients"][0]["pid"] == os.getpid()
     assert status["ops"]["hello"]["count"] == 1 and status["ops"]["ping"]["count"] == 1
     c.close()
@@ -68,7 +70,9 @@ def test_msgpack_subprotocol_round_trip(daemon: DaemonProc) -> None:
 
 
 @pytest.mark.parametrize("offered", [None, "deskhand.v2.json", "graphql-ws"])
-def test_missing_or_unknown_subprotocol_rejected_with_reason(daemon: DaemonProc, offered: str | None) -> None:
+def test_missing_or_unknown_subprotocol_rejected_with_reason(
+    daemon: DaemonProc, offered: str | None
+) -> None:
     """The handshake is refused with HTTP 400 and a body naming what we speak."""
     with pytest.raises(Rejected) as info:
         SyncClient(daemon.socket, offered, hello=False)
@@ -142,7 +146,9 @@ async def test_outstanding_requests_are_bounded() -> None:
         ws = await trio_websocket.wrap_client_stream(
             nursery, stream, "localhost", "/v1", subprotocols=["deskhand.v1.json"]
         )
-        await ws.send_message(json.dumps({"op": "hello", "id": 1, "protocol": 1, "client": {"name": "t"}}))
+        await ws.send_message(
+            json.dumps({"op": "hello", "id": 1, "protocol": 1, "client": {"name": "t"}})
+        )
         assert json.loads(await ws.get_message())["type"] == "result"
         for rid in (2, 3):
             await ws.send_message(json.dumps({"op": "ping", "id": rid}))
@@ -179,7 +185,9 @@ async def test_handler_crash_is_internal_and_connection_survives() -> None:
         ws = await trio_websocket.wrap_client_stream(
             nursery, stream, "localhost", "/v1", subprotocols=["deskhand.v1.json"]
         )
-        await ws.send_message(json.dumps({"op": "hello", "id": 1, "protocol": 1, "client": {"name": "t"}}))
+        await ws.send_message(
+            json.dumps({"op": "hello", "id": 1, "protocol": 1, "client": {"name": "t"}})
+        )
         await ws.get_message()
         await ws.send_message(json.dumps({"op": "ping", "id": 2, "data": "boom"}))
         reply = json.loads(await ws.get_message())

@@ -28,9 +28,13 @@ _FOREIGN_CLIENT = textwrap.dedent(
         s.connect(sys.argv[1])
     except OSError as e:
         print(json.dumps({"connect": e.__class__.__name__})); sys.exit(0)
-    s.sendall(b"GET /v1 HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n"
-              b"Sec-WebSocket-Protocol: deskhand.v1.json\\r\\n\\r\\n")
+    try:
+        s.sendall(b"GET /v1 HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\n"
+                  b"Connection: Upgrade\\r\\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n"
+                  b"Sec-WebSocket-Protocol: deskhand.v1.json\\r\\n\\r\\n")
+    except OSError as e:  # the daemon may hang up before we finish sending: also a refusal
+        print(json.dumps({"connect": "ok", "error": e.__class__.__name__, "bytes": 0})); sys.exit(0)
     got = b""
     try:
         while True:
@@ -39,7 +43,8 @@ _FOREIGN_CLIENT = textwrap.dedent(
                 break
             got += chunk
     except OSError as e:
-        print(json.dumps({"connect": "ok", "error": e.__class__.__name__, "bytes": len(got)})); sys.exit(0)
+        err = e.__class__.__name__
+        print(json.dumps({"connect": "ok", "error": err, "bytes": len(got)})); sys.exit(0)
     print(json.dumps({"connect": "ok", "bytes": len(got)}))
     """
 ) % {"uid": NOBODY}

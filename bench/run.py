@@ -1,0 +1,406 @@
+"""Deskhand's benchmark: each number is a ratio against a floor measured in the same run.
+
+Run it as ``.venv/bin/python bench/run.py``. It prints a markdown table and writes every raw
+number to ``bench/results/latest.json`` (git-ignored). It takes well under two minutes.
+
+What is measured (see docs/performance.md for the method and the latest numbers):
+
+* ping round trip, p50 and p99: a trio-websocket client (JSON subprotocol, one ping at a time
+  after hello) against the daemon, divided by the same client against ``bench/echo_server.py``,
+  a bare trio-websocket echo server on a Unix socket. Both run as separate processes and are
+  measured in alternating blocks so drift hits both alike. Target: <= 1.5.
+* idle daemon RSS: VmRSS after start, one ``status`` call and 1 s idle. Target: <= 40 MB.
+  A bare ``python -c "import trio; ..."`` sleeping process is reported for context.
+* ``deskhandctl status --no-autostart --socket S`` wall time divided by ``python -c pass``
+  wall time, medians over interleaved runs. Target: <= 2.5.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import trio
+from trio_websocket import wrap_client_stream
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results" / "latest.json"
+PYTHON = sys.executable
+JSON_SUBPROTOCOL = "deskhand.v1.json"
+
+PING_WARMUP = 300
+PING_SAMPLES = 3000  # per target
+PING_BLOCK = 250  # alternate daemon/echo every this many pings
+CLI_RUNS = 30
+CLI_WARMUP = 3
+IDLE_S = 1.0
+
+TARGET_PING_RATIO = 1.5
+TARGET_RSS_MB = 40.0
+TARGET_CLI_RATIO = 2.5
+
+
+# ----- processes -------------------------------------------------------------------------------
+
+
+def clean_env(root: Path) -> dict[str, str]:
+    """An environment with no Deskhand or service-manager settings leaking in."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DESKHAND_", "LISTEN_"))}
+    env.pop("NOTIFY_SOCKET", None)
+    # Measure the CLI as installed copies run: with cached bytecode (the warm-up runs write it).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    for name in ("run", "config", "state"):
+        (root / name).mkdir(mode=0o700, exist_ok=True)
+    env["XDG_RUNTIME_DIR"] = str(root / "run")
+    env["XDG_CONFIG_HOME"] = str(root / "config")
+    env["XDG_STATE_HOME"] = str(root / "state")
+    env["DESKHAND_CONFIG"] = str(root / "config" / "absent.toml")  # built-in defaults only
+    return env
+
+
+def wait_connectable(path: Path, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{proc.args!r} exited early with {proc.returncode}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            try:
+                s.connect(str(path))
+                return
+            except OSError:
+                time.sleep(0.01)
+    raise TimeoutError(f"nothing listens on {path} after {timeout}s")
+
+
+@contextmanager
+def process(
+    args: list[str], env: dict[str, str], log: Path, sock: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+    try:
+        if sock is not None:
+            wait_connectable(sock, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of ``pid`` in MB (MiB), from /proc where there is one."""
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True)
+    return int(out.stdout.strip()) / 1024
+
+
+# ----- ping round trips ------------------------------------------------------------------------
+
+
+@dataclass
+class PingConn:
+    ws: Any
+    next_id: int = 1
+
+    async def ping(self) -> int:
+        """One round trip; returns its duration in nanoseconds."""
+        rid = self.next_id
+        self.next_id += 1
+        request = json.dumps({"op": "ping", "id": rid, "data": "bench"})
+        started = time.perf_counter_ns()
+        await self.ws.send_message(request)
+        reply = json.loads(await self.ws.get_message())
+        elapsed = time.perf_counter_ns() - started
+        if reply["id"] != rid:
+            raise AssertionError(f"reply {reply!r} does not answer id {rid}")
+        return elapsed
+
+
+async def _ping_both(daemon_sock: Path, echo_sock: Path) -> dict[str, list[int]]:
+    samples: dict[str, list[int]] = {"daemon": [], "echo": []}
+    async with trio.open_nursery() as nursery:
+        conns = {}
+        for name, path in (("daemon", daemon_sock), ("echo", echo_sock)):
+            stream = await trio.open_unix_socket(str(path))
+            ws = await wrap_client_stream(
+                nursery, stream, "localhost", "/v1", subprotocols=[JSON_SUBPROTOCOL]
+            )
+            conn = conns[name] = PingConn(ws)
+            hello = {"op": "hello", "id": 0, "protocol": 1, "client": {"name": "bench"}}
+            await ws.send_message(json.dumps(hello))
+            json.loads(await ws.get_message())
+            for _ in range(PING_WARMUP):
+                await conn.ping()
+        gc.collect()
+        gc.disable()
+        try:
+            while len(samples["echo"]) < PING_SAMPLES:
+                for name, conn in conns.items():
+                    for _ in range(PING_BLOCK):
+                        samples[name].append(await conn.ping())
+        finally:
+            gc.enable()
+        for conn in conns.values():
+            await conn.ws.aclose()
+        nursery.cancel_scope.cancel()
+    return samples
+
+
+def percentile(values: list[int], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * q // 100))  # nearest rank
+    return ordered[int(rank) - 1] / 1e6  # ms
+
+
+# ----- the CLI ---------------------------------------------------------------------------------
+
+
+def timed_runs(commands: dict[str, list[str]], env: dict[str, str]) -> dict[str, list[float]]:
+    """Wall time of each command, run in turn CLI_RUNS times after a warm-up."""
+    walls: dict[str, list[float]] = {name: [] for name in commands}
+    for i in range(CLI_WARMUP + CLI_RUNS):
+        for name, cmd in commands.items():
+            started = time.perf_counter()
+            done = subprocess.run(cmd, env=env, capture_output=True, timeout=30)
+            elapsed = time.perf_counter() - started
+            if done.returncode != 0:
+                raise RuntimeError(f"{cmd} exited {done.returncode}: {done.stderr.decode()}")
+            if i >= CLI_WARMUP:
+                walls[name].append(elapsed)
+    return walls
+
+
+def import_profile(cmd: list[str], env: dict[str, str], top: int = 15) -> list[dict[str, Any]]:
+    """``python -X importtime`` of ``cmd``: the imports with the largest cumulative time."""
+    done = subprocess.run(
+        [PYTHON, "-X", "importtime", *cmd], env=env, capture_output=True, text=True, timeout=30
+    )
+    rows: list[tuple[str, int, int, int]] = []  # module, depth, self, cumulative
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "[us]" in line:
+            continue
+        self_us, cumulative_us, name = line[len("import time:") :].split("|")
+        depth = (len(name) - len(name.lstrip()) - 1) // 2  # two spaces per nesting level
+        rows.append((name.strip(), depth, int(self_us), int(cumulative_us)))
+    rows.sort(key=lambda row: row[3], reverse=True)
+    summary: dict[str, Any] = {"total_self_us": sum(row[2] for row in rows), "count": len(rows)}
+    top_rows = [
+        {"module": module, "depth": depth, "self_us": self_us, "cumulative_us": cumulative_us}
+        for module, depth, self_us, cumulative_us in rows[:top]
+    ]
+    return [summary, *top_rows]
+
+
+def find_cli() -> Path | None:
+    candidate = Path(PYTHON).parent / "deskhandctl"
+    if candidate.exists():
+        return candidate
+    found = shutil.which("deskhandctl")
+    return Path(found) if found else None
+
+
+# ----- the run ---------------------------------------------------------------------------------
+
+
+def versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("deskhand", "trio", "trio-websocket", "wsproto", "msgspec", "structlog"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = "absent"
+    return out
+
+
+def step(title: str, fn: Callable[[], Any]) -> Any:
+    started = time.monotonic()
+    print(f"- {title} ...", end="", flush=True, file=sys.stderr)
+    result = fn()
+    print(f" {time.monotonic() - started:.1f}s", file=sys.stderr)
+    return result
+
+
+def run() -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="dhb", dir="/tmp"))
+    env = clean_env(root)
+    daemon_sock = root / "run" / "d.sock"
+    echo_sock = root / "run" / "echo.sock"
+    results: dict[str, Any] = {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "processor": platform.processor() or platform.machine(),
+        },
+        "versions": versions(),
+    }
+    try:
+        daemon_args = [PYTHON, "-m", "deskhand_d", "--socket", str(daemon_sock)]
+        echo_args = [PYTHON, str(ROOT / "bench" / "echo_server.py"), str(echo_sock)]
+        trio_idle = [PYTHON, "-c", "import trio; trio.run(trio.sleep, 60)"]
+        bare_idle = [PYTHON, "-c", "import time; time.sleep(60)"]
+        with (
+            process(daemon_args, env, root / "daemon.log", daemon_sock) as daemon,
+            process(echo_args, env, root / "echo.log", echo_sock),
+            process(trio_idle, env, root / "idle.log") as idle_trio,
+            process(bare_idle, env, root / "idle.log") as idle_bare,
+        ):
+            results["rss"] = step(
+                "idle RSS", lambda: measure_rss(daemon, daemon_sock, idle_trio, idle_bare)
+            )
+            results["ping"] = step("ping round trips", lambda: measure_ping(daemon_sock, echo_sock))
+            results["rss"]["daemon_after_pings_mb"] = round(rss_mb(daemon.pid), 1)
+            cli = find_cli()
+            if cli is None:
+                results["cli"] = {"error": "deskhandctl is not installed in this environment"}
+            else:
+                results["cli"] = step("CLI wall time", lambda: measure_cli(cli, daemon_sock, env))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return results
+
+
+def measure_rss(
+    daemon: subprocess.Popen[bytes],
+    daemon_sock: Path,
+    idle_trio: subprocess.Popen[bytes],
+    idle_bare: subprocess.Popen[bytes],
+) -> dict[str, Any]:
+    trio.run(_one_status, str(daemon_sock))
+    time.sleep(IDLE_S)
+    return {
+        "daemon_idle_mb": round(rss_mb(daemon.pid), 1),
+        "python_trio_idle_mb": round(rss_mb(idle_trio.pid), 1),
+        "python_bare_idle_mb": round(rss_mb(idle_bare.pid), 1),
+        "target_mb": TARGET_RSS_MB,
+    }
+
+
+async def _one_status(sock: str) -> None:
+    stream = await trio.open_unix_socket(sock)
+    async with trio.open_nursery() as nursery:
+        ws = await wrap_client_stream(
+            nursery, stream, "localhost", "/v1", subprotocols=[JSON_SUBPROTOCOL]
+        )
+        hello = {"op": "hello", "id": 1, "protocol": 1, "client": {"name": "bench"}}
+        await ws.send_message(json.dumps(hello))
+        await ws.get_message()
+        await ws.send_message(json.dumps({"op": "status", "id": 2}))
+        reply = json.loads(await ws.get_message())
+        if reply.get("type") != "result":
+            raise RuntimeError(f"status failed: {reply!r}")
+        await ws.aclose()
+        nursery.cancel_scope.cancel()
+
+
+def measure_ping(daemon_sock: Path, echo_sock: Path) -> dict[str, Any]:
+    samples = trio.run(_ping_both, daemon_sock, echo_sock)
+    out: dict[str, Any] = {"samples": PING_SAMPLES, "warmup": PING_WARMUP, "block": PING_BLOCK}
+    for name, values in samples.items():
+        out[name] = {
+            "p50_ms": round(percentile(values, 50), 4),
+            "p99_ms": round(percentile(values, 99), 4),
+            "mean_ms": round(statistics.fmean(values) / 1e6, 4),
+        }
+    out["p50_ratio"] = round(out["daemon"]["p50_ms"] / out["echo"]["p50_ms"], 2)
+    out["p99_ratio"] = round(out["daemon"]["p99_ms"] / out["echo"]["p99_ms"], 2)
+    out["target_ratio"] = TARGET_PING_RATIO
+    return out
+
+
+def measure_cli(cli: Path, daemon_sock: Path, env: dict[str, str]) -> dict[str, Any]:
+    status_cmd = [str(cli), "status", "--no-autostart", "--socket", str(daemon_sock)]
+    walls = timed_runs({"cli": status_cmd, "floor": [PYTHON, "-c", "pass"]}, env)
+    cli_ms = statistics.median(walls["cli"]) * 1000
+    floor_ms = statistics.median(walls["floor"]) * 1000
+    pairs = sorted(c / f for c, f in zip(walls["cli"], walls["floor"], strict=True))
+    return {
+        "command": " ".join(["deskhandctl", *status_cmd[1:-1], "SOCKET"]),
+        "runs": CLI_RUNS,
+        "cli_median_ms": round(cli_ms, 1),
+        "floor_median_ms": round(floor_ms, 1),
+        "ratio": round(cli_ms / floor_ms, 2),
+        "pairwise_ratio_median": round(statistics.median(pairs), 2),
+        "target_ratio": TARGET_CLI_RATIO,
+        "importtime": import_profile([str(cli), *status_cmd[1:]], env),
+    }
+
+
+# ----- reporting -------------------------------------------------------------------------------
+
+
+def verdict(value: float, target: float) -> str:
+    return "yes" if value <= target else "**no**"
+
+
+def table(results: dict[str, Any]) -> str:
+    ping, rss, cli = results["ping"], results["rss"], results["cli"]
+    rows = [
+        "| metric | Deskhand | floor | ratio / value | target | met |",
+        "|---|---|---|---|---|---|",
+        f"| ping round trip p50 | {ping['daemon']['p50_ms']:.3f} ms | "
+        f"{ping['echo']['p50_ms']:.3f} ms (echo) | {ping['p50_ratio']:.2f}x | "
+        f"<= {TARGET_PING_RATIO}x | {verdict(ping['p50_ratio'], TARGET_PING_RATIO)} |",
+        f"| ping round trip p99 | {ping['daemon']['p99_ms']:.3f} ms | "
+        f"{ping['echo']['p99_ms']:.3f} ms (echo) | {ping['p99_ratio']:.2f}x | "
+        f"<= {TARGET_PING_RATIO}x | {verdict(ping['p99_ratio'], TARGET_PING_RATIO)} |",
+        f"| idle daemon RSS | {rss['daemon_idle_mb']:.1f} MB | "
+        f"{rss['python_trio_idle_mb']:.1f} MB (python + trio, idle) | "
+        f"{rss['daemon_idle_mb']:.1f} MB | <= {TARGET_RSS_MB:.0f} MB | "
+        f"{verdict(rss['daemon_idle_mb'], TARGET_RSS_MB)} |",
+    ]
+    if "error" in cli:
+        rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
+    else:
+        rows.append(
+            f"| `deskhandctl status` wall time | {cli['cli_median_ms']:.1f} ms | "
+            f"{cli['floor_median_ms']:.1f} ms (`python -c pass`) | {cli['ratio']:.2f}x | "
+            f"<= {TARGET_CLI_RATIO}x | {verdict(cli['ratio'], TARGET_CLI_RATIO)} |"
+        )
+    notes = [
+        "",
+        f"Context: bare `python -c 'import time; ...'` idle RSS {rss['python_bare_idle_mb']:.1f}"
+        f" MB; daemon RSS after {2 * (PING_WARMUP + PING_SAMPLES)} pings "
+        f"{rss['daemon_after_pings_mb']:.1f} MB. Machine: {results['machine']['cpus']} CPUs, "
+        f"Python {results['versions']['python']}.",
+    ]
+    return "\n".join(rows + notes)
+
+
+def main() -> int:
+    started = time.monotonic()
+    results = run()
+    results["elapsed_s"] = round(time.monotonic() - started, 1)
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    print(table(results))
+    print(f"\n(raw numbers: {RESULTS.relative_to(ROOT)}; took {results['elapsed_s']}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
