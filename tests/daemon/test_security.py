@@ -31,7 +31,8 @@ _FOREIGN_CLIENT = textwrap.dedent(
     try:
         s.sendall(b"GET /v1 HTTP/1.1\\r\\nHost: x\\r\\nUpgrade: websocket\\r\\n"
                   b"Connection: Upgrade\\r\\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\nSec-WebSocket-Version: 13\\r\\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\\r\\n"
+                  b"Sec-WebSocket-Version: 13\\r\\n"
                   b"Sec-WebSocket-Protocol: deskhand.v1.json\\r\\n\\r\\n")
     except OSError as e:  # the daemon may hang up before we finish sending: also a refusal
         print(json.dumps({"connect": "ok", "error": e.__class__.__name__, "bytes": 0})); sys.exit(0)

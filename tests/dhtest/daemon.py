@@ -21,7 +21,9 @@ def short_tmpdir() -> Path:
     return Path(tempfile.mkdtemp(prefix="dh", dir="/tmp"))
 
 
-def wait_connectable(path: Path, timeout: float = 10.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+def wait_connectable(
+    path: Path, timeout: float = 10.0, proc: subprocess.Popen[bytes] | None = None
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
@@ -68,7 +70,11 @@ def daemon_env(root: Path, extra: Mapping[str, str] | None = None) -> dict[str, 
 
 
 def spawn_daemon(
-    root: Path, *, extra_env: Mapping[str, str] | None = None, args: list[str] | None = None, wait: bool = True
+    root: Path,
+    *,
+    extra_env: Mapping[str, str] | None = None,
+    args: list[str] | None = None,
+    wait: bool = True,
 ) -> DaemonProc:
     sock = root / "run" / "deskhand" / "deskhand.sock"
     env = daemon_env(root, extra_env)

@@ -57,7 +57,9 @@ def test_env_overrides_file_and_cli_overrides_env() -> None:
     assert cfg.daemon.socket == "/from/env"
     assert cfg.daemon.max_outstanding_requests == 3
     assert cfg.daemon.log_level == "debug"
-    cfg = config.parse(text, source="c.toml", env=env, cli={"--socket": ("daemon", "socket", "/cli")})
+    cfg = config.parse(
+        text, source="c.toml", env=env, cli={"--socket": ("daemon", "socket", "/cli")}
+    )
     assert cfg.daemon.socket == "/cli"
 
 

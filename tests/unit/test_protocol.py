@@ -25,7 +25,9 @@ def _enc(codec: p.Codec, obj: object) -> bytes | str:
 
 def test_hello_decodes_with_defaults(codec: p.Codec) -> None:
     """A minimal hello decodes into the Hello struct with its defaults filled in."""
-    req = codec.decode_request(_enc(codec, {"op": "hello", "id": 7, "protocol": 1, "client": {"name": "x"}}))
+    req = codec.decode_request(
+        _enc(codec, {"op": "hello", "id": 7, "protocol": 1, "client": {"name": "x"}})
+    )
     assert isinstance(req, p.Hello)
     assert req.id == 7 and req.client.name == "x" and req.client.kind == "other"
     assert req.can_answer_questions is False
@@ -77,7 +79,11 @@ def test_replies_encode_with_type_tags(codec: p.Codec) -> None:
     assert decoded == {"type": "result", "id": 1, "result": {"kind": "pong", "data": "hi"}}
     err = codec.encode(p.Error(id=None, error=p.ErrorBody(code="bad_request", message="m")))
     decoded = msgspec.msgpack.decode(err) if isinstance(err, bytes) else json.loads(err)
-    assert decoded == {"type": "error", "id": None, "error": {"code": "bad_request", "message": "m", "data": {}}}
+    assert decoded == {
+        "type": "error",
+        "id": None,
+        "error": {"code": "bad_request", "message": "m", "data": {}},
+    }
 
 
 def test_unknown_subprotocol_is_refused() -> None:
