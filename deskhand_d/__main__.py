@@ -1,7 +1,8 @@
 """``deskhand-d`` / ``python -m deskhand_d``: parse arguments, load config, run the daemon.
 
-Exit codes: 0 after a graceful stop, 78 for a bad configuration, 69 when the socket cannot be
-used (already running, unsafe directory), 2 for bad arguments.
+Exit codes: 0 after a graceful stop; 2 bad arguments; 69 the socket cannot be used (unsafe
+directory, path too long); 75 another daemon already serves this socket (connect to it);
+78 bad configuration.
 """
 
 from __future__ import annotations

@@ -74,7 +74,6 @@ async def serve_daemon(
                 await server.close_all("the daemon is stopping")
             nursery.cancel_scope.cancel()
     finally:
-        unixsock.unlink_if_ours(bound)
-        sock.close()
+        unixsock.release(bound)
         log.info("daemon.stopped")
         logsetup.flush()

@@ -81,4 +81,5 @@ class StartupError(Exception):
 
 
 EX_CONFIG = 78  # sysexits.h: configuration error
-EX_UNAVAILABLE = 69  # sysexits.h: a service we need is unavailable (socket busy/unsafe)
+EX_UNAVAILABLE = 69  # sysexits.h: the socket cannot be used (unsafe directory, bad path)
+EX_ALREADY_RUNNING = 75  # sysexits.h EX_TEMPFAIL: another daemon serves this socket; connect to it

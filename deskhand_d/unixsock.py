@@ -7,6 +7,9 @@ Done the way ssh-agent and gpg-agent do it:
   (we never chmod a directory someone else set up);
 * a leftover socket is probed: if a daemon answers we refuse ("already running (pid N)"), if
   nobody answers it is stale and unlinked;
+* a lock file beside the socket (``<socket>.lock``, flock'ed for the daemon's lifetime) makes
+  "is another daemon starting or running here?" atomic, so two daemons racing to start cannot
+  unlink each other's socket in the gap between ``bind`` and ``listen``;
 * the socket is bound under umask 0177 (so it is born 0600), and on shutdown we unlink only
   the file whose device and inode we created;
 * every accepted connection's peer uid is read from the kernel (SO_PEERCRED on Linux,
@@ -16,6 +19,7 @@ Done the way ssh-agent and gpg-agent do it:
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import socket
 import stat
@@ -24,7 +28,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from deskhand_d.errors import EX_UNAVAILABLE, StartupError
+from deskhand_d.errors import EX_ALREADY_RUNNING, EX_UNAVAILABLE, StartupError
 
 # AF_UNIX paths are limited to sizeof(sun_path) - 1 bytes (107 on Linux, 103 on macOS).
 MAX_PATH_BYTES = 103 if sys.platform == "darwin" else 107
@@ -131,10 +135,33 @@ def probe_existing(path: Path) -> None:
         who = f"pid {pid}" if pid else "pid unknown"
         raise StartupError(
             f"deskhand-d is already running ({who}) on {path}",
-            exit_code=EX_UNAVAILABLE,
+            exit_code=EX_ALREADY_RUNNING,
         )
     finally:
         probe.close()
+
+
+def acquire_lock(path: Path) -> int:
+    """Take the per-socket instance lock, or refuse naming the daemon that holds it."""
+    lock_path = path.with_name(path.name + ".lock")
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise StartupError(
+            f"cannot open the lock file {lock_path}: {exc.strerror}", exit_code=EX_UNAVAILABLE
+        ) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        who = f"pid {holder}" if holder.isdigit() else "pid unknown"
+        raise StartupError(
+            f"deskhand-d is already running ({who}) on {path}", exit_code=EX_ALREADY_RUNNING
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +169,7 @@ class BoundSocket:
     sock: socket.socket
     path: Path
     identity: tuple[int, int] | None  # (st_dev, st_ino) of the file we created; None if inherited
+    lock_fd: int | None = None  # held for the daemon's lifetime; closing it releases the lock
 
 
 def bind_private(path: Path, *, backlog: int = 128) -> BoundSocket:
@@ -153,13 +181,19 @@ def bind_private(path: Path, *, backlog: int = 128) -> BoundSocket:
             exit_code=EX_UNAVAILABLE,
         )
     ensure_private_dir(path.parent)
-    probe_existing(path)
+    lock_fd = acquire_lock(path)
+    try:
+        probe_existing(path)
+    except StartupError:
+        os.close(lock_fd)
+        raise
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)
     try:
         sock.bind(os.fspath(path))
     except OSError as exc:
         sock.close()
+        os.close(lock_fd)
         raise StartupError(
             f"cannot bind {path}: {exc.strerror}", exit_code=EX_UNAVAILABLE
         ) from None
@@ -167,7 +201,16 @@ def bind_private(path: Path, *, backlog: int = 128) -> BoundSocket:
         os.umask(old_umask)
     st = os.lstat(path)
     sock.listen(backlog)
-    return BoundSocket(sock=sock, path=path, identity=(st.st_dev, st.st_ino))
+    return BoundSocket(sock=sock, path=path, identity=(st.st_dev, st.st_ino), lock_fd=lock_fd)
+
+
+def release(bound: BoundSocket) -> None:
+    """Unlink our socket file (if still ours), close the socket, release the lock."""
+    unlink_if_ours(bound)
+    bound.sock.close()
+    if bound.lock_fd is not None:
+        # The lock file itself stays: unlinking it could let two daemons hold "the" lock.
+        os.close(bound.lock_fd)
 
 
 def unlink_if_ours(bound: BoundSocket) -> bool:

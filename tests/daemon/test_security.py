@@ -129,9 +129,9 @@ def test_symlinked_directory_refuses_start() -> None:
 
 
 def test_second_daemon_refuses_while_first_alive(daemon: DaemonProc) -> None:
-    """A second daemon on the same socket exits 69 naming the live daemon's pid."""
+    """A second daemon on the same socket exits 75 naming the live daemon's pid."""
     second = spawn_daemon(daemon.root, wait=False)
-    assert second.proc.wait(30) == 69
+    assert second.proc.wait(30) == 75
     assert f"already running (pid {daemon.proc.pid})" in daemon.log_text()
     with SyncClient(daemon.socket) as c:  # the first one is untouched
         assert c.call("ping")["type"] == "result"
@@ -190,3 +190,28 @@ def test_clean_stop_unlinks_socket(daemon: DaemonProc) -> None:
     wait_connectable(daemon.socket)
     assert daemon.stop(signal.SIGTERM) == 0
     assert not daemon.socket.exists()
+
+
+def test_racing_daemons_leave_exactly_one_serving() -> None:
+    """Five daemons started at once on one socket: one serves, the others exit 75, none unlinks."""
+    root = short_tmpdir()
+    try:
+        procs = [spawn_daemon(root, wait=False) for _ in range(5)]
+        wait_connectable(procs[0].socket)
+        codes = []
+        for p in procs:
+            try:
+                codes.append(p.proc.wait(3))
+            except subprocess.TimeoutExpired:
+                codes.append(None)
+        assert codes.count(None) == 1, codes
+        assert sorted(c for c in codes if c is not None) == [75, 75, 75, 75]
+        winner = procs[codes.index(None)]
+        with SyncClient(winner.socket) as c:
+            assert c.call("status")["result"]["pid"] == winner.proc.pid
+        assert winner.stop() == 0
+    finally:
+        for p in procs:
+            if p.proc.poll() is None:
+                p.proc.kill()
+        shutil.rmtree(root, ignore_errors=True)

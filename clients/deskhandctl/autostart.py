@@ -1,0 +1,161 @@
+"""Starting deskhand-d on demand when nobody listens on the socket.
+
+Rules, in order:
+
+1. If a service manager owns the daemon (a ``deskhand.socket`` or ``deskhand.service`` user
+   unit in ``deskhand_d.paths.systemd_user_dir()``, or on macOS the LaunchAgent plist in
+   ``launch_agents_dir()``), never spawn a second copy: raise :class:`NotRunning` saying which
+   command starts it.
+2. Otherwise run ``<python> -P -m deskhand_d --socket <path>`` in a new session (so it outlives
+   this process and the terminal's signals), with stdin from /dev/null and stdout/stderr
+   appended to ``<state_dir>/daemon.log`` (directory 0700, file 0600), working directory ``/``.
+   ``-P`` keeps the current directory off the daemon's ``sys.path``.
+3. Retry connecting with a short backoff for up to :data:`START_WAIT_S`. If the child exits
+   first, report its exit status and the end of its log, except for 75 (another daemon holds
+   the socket's instance lock: one started by a concurrent deskhandctl won the race and is
+   about to listen), after which we keep trying to connect until the deadline.
+
+Imported only on this path: it needs ``subprocess`` and ``pathlib``, which the common commands
+never pay for.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from deskhand_d import paths
+from deskhandctl.connect import NoListener, connect, not_running_message
+from deskhandctl.exitcodes import NotRunning
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import _socket
+    from collections.abc import Mapping
+
+START_WAIT_S = 5.0
+_BACKOFF_S = (0.02, 0.05, 0.1, 0.1, 0.2, 0.2, 0.25)  # then 0.25 s until the wait is over
+_EX_ALREADY_RUNNING = 75  # deskhand-d: another daemon holds this socket's instance lock
+LOG_NAME = "daemon.log"
+
+
+def service_manager_hint(env: Mapping[str, str] = os.environ) -> str | None:
+    """How to start the daemon through its service manager, or None if none manages it."""
+    environ = dict(env)
+    if paths.is_macos():
+        plist = paths.launch_agents_dir(environ) / f"{paths.LAUNCHD_LABEL}.plist"
+        if plist.exists():
+            domain = f"gui/{os.getuid()}"
+            return (
+                f"deskhand-d is installed as a LaunchAgent ({plist}) but is not running. "
+                f"Start it with 'launchctl kickstart {domain}/{paths.LAUNCHD_LABEL}', or load "
+                f"it first with 'launchctl bootstrap {domain} {plist}'."
+            )
+        return None
+    unit_dir = paths.systemd_user_dir(environ)
+    for unit in (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE):
+        if (unit_dir / unit).exists():
+            return (
+                f"deskhand-d is installed as a systemd user service ({unit_dir / unit}) but "
+                f"is not running. Start it with 'systemctl --user start {unit}', and see "
+                "why it stopped with 'journalctl --user -u deskhand'."
+            )
+    return None
+
+
+def log_path(env: Mapping[str, str] = os.environ) -> Path:
+    """Where an autostarted daemon's output goes."""
+    return paths.state_dir(dict(env)) / LOG_NAME
+
+
+def _open_log(path: Path) -> int:
+    """Create the state directory (0700) and the log (0600); return an append-only fd."""
+    if not path.parent.is_dir():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.parent.chmod(0o700)  # mkdir's mode is filtered by the umask
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
+
+
+def spawn_daemon(socket_path: str, log: Path) -> subprocess.Popen[bytes]:
+    """Start deskhand-d in the background, detached from our session, logging to ``log``."""
+    fd = _open_log(log)
+    try:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        os.write(fd, f"--- {stamp} deskhandctl starting deskhand-d on {socket_path}\n".encode())
+        return subprocess.Popen(
+            [sys.executable, "-P", "-m", "deskhand_d", "--socket", socket_path],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            cwd="/",
+            start_new_session=True,
+        )
+    finally:
+        os.close(fd)
+
+
+def _log_tail(log: Path, start: int, lines: int = 8) -> str:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(start)
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def start_and_connect(
+    socket_path: str,
+    *,
+    timeout: float | None,
+    env: Mapping[str, str] = os.environ,
+    wait_s: float = START_WAIT_S,
+) -> _socket.socket:
+    """Start the daemon (unless a service manager owns it) and return a connected socket."""
+    hint = service_manager_hint(env)
+    if hint is not None:
+        raise NotRunning(hint)
+    log = log_path(env)
+    try:
+        start = log.stat().st_size if log.exists() else 0
+        child = spawn_daemon(socket_path, log)
+    except OSError as exc:
+        raise NotRunning(f"{not_running_message(socket_path)}\nStarting it failed: {exc}") from None
+    deadline = time.monotonic() + wait_s
+    attempt = 0
+    while True:
+        try:
+            sock = connect(socket_path, timeout=timeout)
+        except NoListener:
+            pass
+        else:
+            print(
+                f"deskhandctl: deskhand-d was not running; started it (pid {child.pid}, log {log})",
+                file=sys.stderr,
+            )
+            return sock
+        status = child.poll()
+        if status is not None and status != _EX_ALREADY_RUNNING:
+            raise NotRunning(_exited_message(status, log, start))
+        if time.monotonic() >= deadline:
+            if status is not None:
+                raise NotRunning(_exited_message(status, log, start))
+            raise NotRunning(
+                f"started deskhand-d (pid {child.pid}) but it did not listen on {socket_path} "
+                f"within {wait_s:g} s; its output is in {log}."
+            )
+        time.sleep(_BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)])
+        attempt += 1
+
+
+def _exited_message(status: int, log: Path, start: int) -> str:
+    tail = _log_tail(log, start)
+    return (
+        f"deskhand-d exited with status {status} right after starting; its output is in {log}"
+        + (f":\n{tail}" if tail else ".")
+    )

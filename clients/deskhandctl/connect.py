@@ -1,0 +1,151 @@
+"""Opening a session with the daemon: find the socket, connect, handshake, say hello.
+
+This is where low-level failures become the CLI's exit codes (see
+:mod:`deskhandctl.exitcodes`): nobody listening is :class:`NotRunning` (after an autostart
+attempt when that is allowed), EACCES and a hang-up before the handshake are
+:class:`PermissionDenied`, a refused or malformed handshake is :class:`ProtocolFailed`, and a
+deadline is :class:`TimedOut`. Autostart itself lives in :mod:`deskhandctl.autostart`, which is
+imported only when it is needed.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from deskhandctl.exitcodes import (
+    NotRunning,
+    PermissionDenied,
+    ProtocolFailed,
+    TimedOut,
+    UsageError,
+)
+from deskhandctl.session import SUBPROTOCOL, WS_TARGET, Session, ignore_event
+from deskhandctl.wsclient import ClosedBeforeHandshake, ConnectionLost, WebSocket, connect_unix
+from deskhandctl.wshandshake import HandshakeError, HandshakeRejected
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import _socket
+    from collections.abc import Mapping
+
+    from deskhandctl.session import EventHook
+
+# errno values that mean "nobody is listening here": no file, a stale file, not a socket.
+_NOT_LISTENING = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR, errno.ENOTSOCK})
+_FALSEY = frozenset({"", "0", "false", "no", "off"})
+
+
+def resolve_socket(flag: str | None, env: Mapping[str, str] = os.environ) -> str:
+    """``--socket``, else ``$DESKHAND_SOCKET``, else the platform default."""
+    if flag:
+        return flag
+    if env.get("DESKHAND_SOCKET"):
+        return env["DESKHAND_SOCKET"]
+    from deskhand_d.paths import default_socket_str  # no pathlib on this path
+
+    return default_socket_str(env)
+
+
+def autostart_allowed(flag_off: bool, env: Mapping[str, str] = os.environ) -> bool:
+    """Autostart is on unless ``--no-autostart`` or ``DESKHAND_NO_AUTOSTART`` says otherwise."""
+    if flag_off:
+        return False
+    return env.get("DESKHAND_NO_AUTOSTART", "").strip().lower() in _FALSEY
+
+
+def not_running_message(socket_path: str) -> str:
+    return (
+        f"deskhand-d is not running (nothing listens on {socket_path}).\n"
+        "Start it with 'deskhand-d' in a terminal, or with "
+        "'systemctl --user start deskhand.socket' if you installed the user service "
+        "('deskhandctl service install'). Without --no-autostart, deskhandctl starts it for you."
+    )
+
+
+class NoListener(Exception):
+    """Internal: the connect attempt found no daemon (ENOENT, ECONNREFUSED, ...)."""
+
+
+def connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
+    """A connected socket, :class:`NoListener`, or a :class:`CliError` for other failures."""
+    try:
+        return connect_unix(socket_path, timeout=timeout)
+    except TimeoutError:
+        raise TimedOut(
+            f"connecting to {socket_path} timed out: deskhand-d is not accepting connections. "
+            "It may be overloaded or stuck; try again, or restart it."
+        ) from None
+    except PermissionError:
+        raise PermissionDenied(
+            f"permission denied connecting to {socket_path}. The socket, or its directory, "
+            "belongs to another user. Run deskhandctl as the user who runs deskhand-d, or "
+            "point --socket (or DESKHAND_SOCKET) at your own daemon's socket."
+        ) from None
+    except OSError as exc:
+        if exc.errno in _NOT_LISTENING:
+            raise NoListener(socket_path) from None
+        if exc.errno is None and "too long" in str(exc):
+            raise UsageError(
+                f"the socket path is too long for a Unix socket ({len(socket_path)} bytes): "
+                f"{socket_path}. Choose a shorter --socket path."
+            ) from None
+        raise NotRunning(f"cannot connect to {socket_path}: {exc.strerror or exc}") from None
+
+
+def open_websocket(sock: _socket.socket, socket_path: str, *, timeout: float | None) -> WebSocket:
+    """Run the WebSocket handshake on ``sock``, mapping failures to exit codes."""
+    try:
+        return WebSocket.open(sock, target=WS_TARGET, subprotocol=SUBPROTOCOL, timeout=timeout)
+    except TimeoutError:
+        raise TimedOut(
+            f"deskhand-d at {socket_path} accepted the connection but did not answer the "
+            "handshake in time. It may be stuck; restart it."
+        ) from None
+    except ClosedBeforeHandshake:
+        raise PermissionDenied(
+            f"deskhand-d at {socket_path} hung up without answering the handshake. It does "
+            "that to processes of other users: run deskhandctl as the user who runs the daemon."
+        ) from None
+    except HandshakeRejected as exc:
+        raise ProtocolFailed(
+            f"deskhand-d refused the connection: HTTP {exc.status} {exc.reason}"
+            + (f": {exc.body}" if exc.body else "")
+            + ". Install matching versions of deskhand-d and deskhandctl."
+        ) from None
+    except HandshakeError as exc:
+        raise ProtocolFailed(
+            f"the server at {socket_path} does not speak Deskhand's WebSocket protocol: {exc}. "
+            "Check --socket, and that deskhand-d and deskhandctl are the same version."
+        ) from None
+    except (ConnectionLost, OSError) as exc:
+        raise NotRunning(
+            f"the connection to {socket_path} failed during the handshake: {exc}"
+        ) from None
+
+
+def open_session(
+    socket_path: str,
+    *,
+    timeout: float | None,
+    autostart: bool,
+    client_version: str,
+    on_event: EventHook = ignore_event,
+) -> Session:
+    """Connect (starting the daemon if allowed), handshake and say hello."""
+    try:
+        sock = connect(socket_path, timeout=timeout)
+    except NoListener:
+        if not autostart:
+            raise NotRunning(not_running_message(socket_path)) from None
+        from deskhandctl.autostart import start_and_connect  # the rare path pays for it
+
+        sock = start_and_connect(socket_path, timeout=timeout)
+    ws = open_websocket(sock, socket_path, timeout=timeout)
+    session = Session(ws, socket_path=socket_path, on_event=on_event)
+    try:
+        session.hello(name="deskhandctl", version=client_version, kind="cli")
+    except BaseException:
+        ws.abort()
+        raise
+    return session

@@ -1,0 +1,92 @@
+"""Exit codes of ``deskhandctl`` and the exceptions that carry them to ``main``.
+
+Every failure the CLI reports is a :class:`CliError` subclass holding its exit code and a
+message that says what went wrong *and what to do about it*. ``main`` prints the message to
+stderr and exits with the code; nothing else decides exit codes.
+
+====  ==========================  ======================================================
+code  exception                   meaning
+====  ==========================  ======================================================
+0     (none)                      the command succeeded
+1     :class:`DaemonError`        the daemon answered with an error reply
+                                  (printed as ``code: message``)
+2     :class:`UsageError`         usage error: unknown command or option, bad value
+69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
+                                  not allowed, or did not bring one up
+75    :class:`TimedOut`           the daemon did not answer within ``--timeout``
+76    :class:`ProtocolFailed`     handshake refused, wrong subprotocol or protocol version,
+                                  or a malformed frame or message from the daemon
+77    :class:`PermissionDenied`   the socket refused us (EACCES), or the daemon hung up
+                                  before answering the handshake, which is how it turns
+                                  away a process of another user
+====  ==========================  ======================================================
+
+69, 75, 76 and 77 are the ``sysexits.h`` values EX_UNAVAILABLE, EX_TEMPFAIL, EX_PROTOCOL and
+EX_NOPERM, so shell scripts and service managers can tell the cases apart.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+OK = 0
+DAEMON_ERROR = 1
+USAGE = 2
+NOT_RUNNING = 69
+TIMED_OUT = 75
+PROTOCOL_FAILED = 76
+PERMISSION_DENIED = 77
+
+
+class CliError(Exception):
+    """A failure to report to the person: ``message`` goes to stderr, ``exit_code`` to the shell."""
+
+    exit_code = DAEMON_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class DaemonError(CliError):
+    """The daemon refused a request with an ``error`` reply; ``code`` is its stable error code."""
+
+    exit_code = DAEMON_ERROR
+
+    def __init__(self, code: str, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.detail = message
+        self.data: dict[str, Any] = dict(data or {})
+
+
+class UsageError(CliError):
+    """The command line cannot be acted on (for example a socket path that is too long)."""
+
+    exit_code = USAGE
+
+
+class NotRunning(CliError):
+    """No daemon is listening on the socket, and none could be started."""
+
+    exit_code = NOT_RUNNING
+
+
+class TimedOut(CliError):
+    """The daemon did not answer in time."""
+
+    exit_code = TIMED_OUT
+
+
+class ProtocolFailed(CliError):
+    """The daemon and this CLI do not understand each other."""
+
+    exit_code = PROTOCOL_FAILED
+
+
+class PermissionDenied(CliError):
+    """The daemon's socket or the daemon itself refused this user."""
+
+    exit_code = PERMISSION_DENIED

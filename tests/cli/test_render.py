@@ -1,0 +1,81 @@
+"""Human output: durations, the status summary, and tolerance of odd or missing fields."""
+
+from __future__ import annotations
+
+import pytest
+from deskhandctl import render
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0.0s"),
+        (4.24, "4.2s"),
+        (59.94, "59.9s"),
+        (60, "1m 00s"),
+        (423, "7m 03s"),
+        (7500, "2h 05m"),
+        (3 * 86400 + 4 * 3600 + 59, "3d 4h"),
+        (None, "?"),
+        ("12", "?"),
+        (True, "?"),
+    ],
+)
+def test_duration(seconds: object, text: str) -> None:
+    """Durations use at most two units; anything that is not a number shows as '?'."""
+    assert render.duration(seconds) == text
+
+
+def test_status_without_clients_or_requests() -> None:
+    """A fresh daemon's status says so instead of printing empty tables."""
+    text = render.status(
+        {
+            "version": "1.0",
+            "pid": 7,
+            "uptime_s": 1.5,
+            "socket": "/s",
+            "protocol": 1,
+            "clients": [],
+            "ops": {},
+        }
+    )
+    assert text.splitlines() == [
+        "deskhand-d 1.0 is running (pid 7, up 1.5s)",
+        "  socket    /s",
+        "  protocol  1",
+        "  clients   0 connected",
+        "  requests  none yet",
+    ]
+
+
+def test_status_table_is_aligned_and_sorted() -> None:
+    """Ops are listed alphabetically in aligned columns under one header."""
+    stats = {"count": 12, "errors": 1, "p50_ms": 0.5, "p90_ms": 2, "p99_ms": 10.125}
+    text = render.status({"ops": {"status": stats, "hello": stats}})
+    lines = text.splitlines()
+    header = lines.index("  requests") + 1
+    assert lines[header].split() == ["op", "count", "errors", "p50", "ms", "p90", "ms", "p99", "ms"]
+    assert [line.split()[0] for line in lines[header + 1 :]] == ["hello", "status"]
+    assert lines[header + 1].split() == ["hello", "12", "1", "0.50", "2.00", "10.12"]
+    assert len({len(line) for line in lines[header:]}) == 1
+
+
+def test_status_survives_missing_and_wrong_fields() -> None:
+    """An older or newer daemon's status still renders; unknowns are '?'."""
+    text = render.status({"clients": ["weird"], "ops": {"x": "not a dict"}})
+    assert text.splitlines()[0] == "deskhand-d ? is running (pid ?, up ?)"
+    assert "    ?" in text.splitlines()
+    assert text.splitlines()[-1].split() == ["x", "?", "?", "?", "?", "?"]
+
+
+def test_pong_and_shutdown_lines() -> None:
+    """ping and shutdown lines name the daemon from its welcome."""
+    welcome = {"daemon_version": "2.0", "pid": 99}
+    assert render.pong(welcome, 0.00042) == "pong from deskhand-d 2.0 (pid 99) in 0.42 ms"
+    assert render.shutting_down(welcome) == "deskhand-d (pid 99) is shutting down"
+
+
+def test_only_notices_are_shown() -> None:
+    """Notice events become one line; other event kinds are not shown."""
+    assert render.notice({"kind": "notice", "message": "stopping"}) == "deskhand-d: stopping"
+    assert render.notice({"kind": "question"}) is None

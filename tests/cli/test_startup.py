@@ -1,0 +1,81 @@
+"""Start-up hygiene: the common commands load no async stack and no heavy standard modules."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from dhtest.daemon import DaemonProc, daemon_env
+
+# Run a command in-process, then report every module it loaded (on stderr, after its output).
+_PROBE = """
+import sys
+from deskhandctl.__main__ import main
+code = main(sys.argv[1:])
+sys.stderr.write("\\nMODULES " + " ".join(sorted(sys.modules)) + "\\n")
+sys.exit(code)
+"""
+
+# Never on the common path: the daemon's stack, and standard modules that cost milliseconds.
+FORBIDDEN = {
+    "trio",
+    "msgspec",
+    "wsproto",
+    "trio_websocket",
+    "deskhand_d.protocol",
+    "subprocess",
+    "argparse",
+    "typing",
+    "dataclasses",
+    "inspect",
+    "shutil",
+    "hashlib",
+    "socket",
+    "asyncio",
+    "email",
+    "http",
+    "logging",
+}
+
+
+def loaded_modules(*argv: str, env: dict[str, str]) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv], env=env, capture_output=True, text=True, timeout=30
+    )
+    line = done.stderr.rsplit("MODULES ", 1)[1]
+    return done.returncode, set(line.split())
+
+
+def roots(modules: set[str]) -> set[str]:
+    return modules | {name.split(".")[0] for name in modules}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["status", "ping"])
+def test_common_commands_stay_light(daemon: DaemonProc, command: str) -> None:
+    """status and ping, talking to a real daemon, import none of the forbidden modules."""
+    code, modules = loaded_modules(
+        "--socket", str(daemon.socket), command, env=daemon_env(daemon.root)
+    )
+    assert code == 0
+    assert "deskhandctl.wsclient" in modules  # the probe really ran the command
+    assert roots(modules) & FORBIDDEN == set()
+    assert "pathlib" not in modules  # an explicit --socket needs no default path
+
+
+@pytest.mark.slow
+def test_default_socket_costs_only_deskhand_d_paths(daemon: DaemonProc) -> None:
+    """Without --socket, deskhand_d.paths is the only addition; still no async stack."""
+    code, modules = loaded_modules("status", env=daemon_env(daemon.root))
+    assert code == 0
+    assert "deskhand_d.paths" in modules
+    assert roots(modules) & FORBIDDEN == set()
+
+
+@pytest.mark.slow
+def test_version_loads_no_connection_code(daemon: DaemonProc) -> None:
+    """--version is answered before any connection or JSON module is imported."""
+    code, modules = loaded_modules("--version", env=daemon_env(daemon.root))
+    assert code == 0
+    assert not {"json", "_socket", "deskhandctl.connect", "re"} & modules
