@@ -11,8 +11,8 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   measured in alternating blocks so drift hits both alike. Target: <= 1.5.
 * idle daemon RSS: VmRSS after start, one ``status`` call and 1 s idle. Target: <= 40 MB.
   A bare ``python -c "import trio; ..."`` sleeping process is reported for context.
-* ``deskhandctl status --no-autostart`` (default socket path) wall time divided by ``python -c pass``
-  wall time, medians over interleaved runs. Target: <= 2.5.
+* ``deskhandctl status --no-autostart`` (default socket path) wall time divided by
+  ``python -c pass`` wall time, medians over interleaved runs. Target: <= 2.5.
 """
 
 from __future__ import annotations
