@@ -20,7 +20,11 @@ import trio
 
 from deskhand_d import __version__, activation, unixsock
 from deskhand_d import log as logsetup
+from deskhand_d.backends import launchers
 from deskhand_d.config import Config
+from deskhand_d.mcp.connection import LaunchSpec, open_backend
+from deskhand_d.rpc import diagnostics
+from deskhand_d.rpc.handlers import HANDLERS
 from deskhand_d.rpc.hub import Hub
 from deskhand_d.rpc.server import RpcServer
 
@@ -58,9 +62,22 @@ async def serve_daemon(
     notifier = activation.Notifier(env)
     sock, bound = obtain_listener(cfg, env)
     hub = Hub(config=cfg, socket_path=bound.path)
-    server = RpcServer(hub)
+    server = RpcServer(hub, {**HANDLERS, **diagnostics.HANDLERS})
+    secrets = cfg.secret_values(env)
+
+    def launch() -> LaunchSpec:
+        return launchers.resolve(cfg.backend, env, secrets)
+
     try:
-        async with trio.open_nursery() as nursery:
+        async with (
+            open_backend(
+                launch,
+                call_timeout_s=cfg.backend.call_timeout_s,
+                start_timeout_s=cfg.backend.start_timeout_s,
+            ) as backend,
+            trio.open_nursery() as nursery,
+        ):
+            hub.backend = backend
             await nursery.start(server.serve, sock)
             if handle_signals:
                 await nursery.start(_watch_signals, hub)

@@ -7,9 +7,10 @@ ignored. Precedence: built-in defaults < config file < environment < command lin
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -31,6 +32,23 @@ class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     shutdown_grace_s: Annotated[float, msgspec.Meta(gt=0, le=60)] = 5.0
 
 
+BackendKind = Literal["auto", "sky", "sim", "command"]
+
+
+class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    kind: BackendKind = "auto"
+    """Which computer-use backend to run (``auto``: Sky on macOS when found, else the simulator)."""
+    command: list[str] = msgspec.field(default_factory=list)
+    """argv of an MCP stdio server, for ``kind = "command"``."""
+    cwd: str = ""
+    call_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 30.0
+    start_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=600)] = 15.0
+    sky_client: str = ""
+    """Path of SkyComputerUseClient; empty means search the usual places."""
+    codex: str = ""
+    """Path of a signed ``codex`` used as the jump host for Sky; empty means search."""
+
+
 class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     redact_env: list[str] = msgspec.field(default_factory=lambda: ["TYPESAFE_API_KEY"])
     """Names of environment variables whose values are scrubbed from every log event."""
@@ -38,6 +56,7 @@ class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
+    backend: BackendConfig = msgspec.field(default_factory=BackendConfig)
     secrets: SecretsConfig = msgspec.field(default_factory=SecretsConfig)
 
     def socket_path(self, env: Mapping[str, str]) -> Path:
@@ -50,12 +69,37 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         return [env[name] for name in self.secrets.redact_env if env.get(name)]
 
 
-# Environment variable -> (section, key). Values are parsed as the field's type by msgspec.
-ENV_OVERRIDES: dict[str, tuple[str, str]] = {
-    "DESKHAND_SOCKET": ("daemon", "socket"),
-    "DESKHAND_LOG_LEVEL": ("daemon", "log_level"),
-    "DESKHAND_MAX_MESSAGE_BYTES": ("daemon", "max_message_bytes"),
-    "DESKHAND_MAX_OUTSTANDING_REQUESTS": ("daemon", "max_outstanding_requests"),
+def _json_argv(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise ValueError(
+            'must be a JSON array of strings, e.g. ["python3", "/path/server.py"]'
+        ) from None
+
+
+def _number(value: str) -> Any:
+    text = value.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, not {value!r}") from None
+
+
+# Environment variable -> (section, key, parser). The parsed value is then type-checked by
+# msgspec like a value from the file.
+ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
+    "DESKHAND_SOCKET": ("daemon", "socket", str),
+    "DESKHAND_LOG_LEVEL": ("daemon", "log_level", str),
+    "DESKHAND_MAX_MESSAGE_BYTES": ("daemon", "max_message_bytes", _number),
+    "DESKHAND_MAX_OUTSTANDING_REQUESTS": ("daemon", "max_outstanding_requests", _number),
+    "DESKHAND_BACKEND": ("backend", "kind", str),
+    "DESKHAND_BACKEND_COMMAND": ("backend", "command", _json_argv),
+    "DESKHAND_CALL_TIMEOUT_S": ("backend", "call_timeout_s", _number),
 }
 
 
@@ -78,12 +122,15 @@ def parse(
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML: {exc}") from None
     origin: dict[tuple[str, str], str] = {}
-    for var, (section, key) in ENV_OVERRIDES.items():
+    for var, (section, key, parser) in ENV_OVERRIDES.items():
         if var in env:
             raw.setdefault(section, {})
             if not isinstance(raw[section], dict):
                 break  # let the decoder report the section's type error
-            raw[section][key] = _coerce(env[var], var)
+            try:
+                raw[section][key] = parser(env[var])
+            except ValueError as exc:
+                raise ConfigError(f"environment variable {var} {exc}") from None
             origin[(section, key)] = f"environment variable {var}"
     for flag, (section, key, value) in cli.items():
         raw.setdefault(section, {})
@@ -94,14 +141,6 @@ def parse(
         return msgspec.convert(raw, Config, strict=True)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(exc, source, origin)) from None
-
-
-def _coerce(value: str, var: str) -> Any:
-    # Environment values are strings; numbers are accepted for numeric keys.
-    stripped = value.strip()
-    if stripped.isdigit():
-        return int(stripped)
-    return value
 
 
 def _explain(exc: msgspec.ValidationError, source: str, origin: dict[tuple[str, str], str]) -> str:

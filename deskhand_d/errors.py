@@ -68,6 +68,55 @@ class InternalError(DeskhandError):
     code = "internal"
 
 
+class BackendUnavailable(DeskhandError):
+    """The backend could not be started, or died before a call was sent. Nothing happened."""
+
+    code = "backend_unavailable"
+
+
+class BackendTimeout(DeskhandError):
+    """Starting the backend took too long (``data.phase``: start, initialize, tools_list).
+
+    No tool call was sent, so nothing happened on the desktop. Timeouts of a call in flight are
+    :class:`OutcomeUnknown` instead.
+    """
+
+    code = "backend_timeout"
+
+
+class OutcomeUnknown(DeskhandError):
+    """A call was sent but its result never arrived (timeout, crash, broken pipe, garbage).
+
+    The action may or may not have happened. Deskhand never retries it: observe again.
+    """
+
+    code = "outcome_unknown"
+
+
+class BackendError(DeskhandError):
+    """The backend answered with a JSON-RPC error (``data.rpc_code``); the call did not run."""
+
+    code = "backend_error"
+
+
+class SessionStopped(DeskhandError):
+    """The person pressed Stop for this turn; no observation or action until a new turn."""
+
+    code = "session_stopped"
+
+
+class ApprovalDeclined(DeskhandError):
+    """The person declined the backend's approval prompt for this app."""
+
+    code = "approval_declined"
+
+
+class ApprovalCancelled(DeskhandError):
+    """The approval prompt was cancelled (no one could answer, unsupported, or cancelled)."""
+
+    code = "approval_cancelled"
+
+
 class StartupError(Exception):
     """The daemon cannot start (socket directory unsafe, already running, ...).
 

@@ -25,6 +25,7 @@ LAUNCHD_LABEL = "dev.deskhand.daemon"
 SYSTEMD_SERVICE = "deskhand.service"
 SYSTEMD_SOCKET = "deskhand.socket"
 
+
 def is_macos() -> bool:
     return sys.platform == "darwin"
 

@@ -67,10 +67,20 @@ class Shutdown(_Request, tag="shutdown", frozen=True):
     """Ask the daemon to stop gracefully."""
 
 
-Request = Hello | Status | Ping | Shutdown
+class Doctor(_Request, tag="doctor", frozen=True):
+    """Check the backend without touching the desktop: handshake only, never a tool call."""
+
+
+Request = Hello | Status | Ping | Shutdown | Doctor
 
 
 # ----- replies ---------------------------------------------------------------------------------
+
+
+class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+    code: str
+    message: str
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
 class _Result(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
@@ -101,6 +111,12 @@ class OpStats(msgspec.Struct, frozen=True, kw_only=True):
     p99_ms: float
 
 
+class BackendStatus(msgspec.Struct, frozen=True, kw_only=True):
+    kind: str
+    running_pid: int | None
+    processes_started: int
+
+
 class StatusResult(_Result, tag="status", frozen=True):
     version: str
     pid: int
@@ -110,6 +126,7 @@ class StatusResult(_Result, tag="status", frozen=True):
     subprotocols: list[str]
     clients: list[ClientSummary]
     ops: dict[str, OpStats]
+    backend: BackendStatus | None = None
 
 
 class Pong(_Result, tag="pong", frozen=True):
@@ -120,13 +137,38 @@ class ShuttingDownResult(_Result, tag="shutting_down", frozen=True):
     pass
 
 
-ResultBody = Welcome | StatusResult | Pong | ShuttingDownResult
+class SchemaDifference(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    problem: str
 
 
-class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
+class DoctorFinding(msgspec.Struct, frozen=True, kw_only=True):
     code: str
-    message: str
-    data: dict[str, Any] = msgspec.field(default_factory=dict)
+    evidence: str
+    remedy: str
+
+
+class DoctorResult(_Result, tag="doctor", frozen=True):
+    backend: str
+    """The configured kind and the one chosen, e.g. ``auto -> sim``."""
+    argv: list[str]
+    notice: str
+    handshake_ok: bool
+    error: ErrorBody | None = None
+    server_name: str = ""
+    server_version: str = ""
+    protocol_version: str = ""
+    pid: int | None = None
+    tools: list[str] = msgspec.field(default_factory=list)
+    schema_differences: list[SchemaDifference] = msgspec.field(default_factory=list)
+    findings: list[DoctorFinding] = msgspec.field(default_factory=list)
+    exit_status: int | None = None
+    """How the last backend process ended, if one has ended."""
+    stderr_tail: list[str] = msgspec.field(default_factory=list)
+    """The last lines the backend wrote to stderr (for a failed handshake)."""
+
+
+ResultBody = Welcome | StatusResult | Pong | ShuttingDownResult | DoctorResult
 
 
 class _Reply(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):

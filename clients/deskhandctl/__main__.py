@@ -12,7 +12,7 @@ import os
 import sys
 
 from deskhand_d import __version__
-from deskhandctl.cmdline import PASSTHROUGH, parse
+from deskhandctl.cmdline import DEFAULT_TIMEOUT_S, PASSTHROUGH, parse
 from deskhandctl.exitcodes import DAEMON_ERROR, OK, USAGE, CliError, DaemonError
 
 TYPE_CHECKING = False
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from deskhandctl.session import EventHook, Session
 
 _INTERRUPTED = 130  # what shells report for a process stopped by SIGINT
+_DOCTOR_TIMEOUT_S = 60.0
 
 
 def _print_json(value: object) -> None:
@@ -45,9 +46,13 @@ def _event_printer(args: Args) -> EventHook:
 def _run(args: Args) -> int:
     from deskhandctl.connect import autostart_allowed, open_session, resolve_socket
 
+    timeout = args.timeout
+    if args.command == "doctor" and timeout == DEFAULT_TIMEOUT_S:
+        # doctor may have to start the backend, which has a longer start-up budget.
+        timeout = _DOCTOR_TIMEOUT_S
     session = open_session(
         resolve_socket(args.socket),
-        timeout=args.timeout,
+        timeout=timeout,
         # Starting a daemon only to stop it again would be silly.
         autostart=args.command != "shutdown" and autostart_allowed(args.no_autostart),
         client_version=__version__,
@@ -74,6 +79,16 @@ def _command(session: Session, args: Args) -> int:
     elif args.command == "shutdown":
         result = session.request("shutdown")
         text = render.shutting_down(session.welcome)
+    elif args.command == "doctor":
+        result = session.request("doctor")
+        healthy = bool(result.get("handshake_ok")) and not (
+            result.get("findings") or result.get("schema_differences")
+        )
+        if args.json:
+            _print_json(result)
+        else:
+            print(render.doctor(result))
+        return OK if healthy else DAEMON_ERROR
     else:  # the grammar admits no other command
         raise AssertionError(args.command)
     if args.json:

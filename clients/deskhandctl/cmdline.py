@@ -84,6 +84,7 @@ COMMANDS = {
     "status": "show the daemon's version, uptime, clients and request statistics",
     "ping": "check that the daemon answers, and how fast",
     "shutdown": "ask the daemon to stop (never starts one)",
+    "doctor": "check the computer-use backend: handshake only, never touches the desktop",
     PASSTHROUGH: "install or uninstall the systemd/launchd user service (see 'service --help')",
 }
 

@@ -100,3 +100,37 @@ def notice(event: dict[str, Any]) -> str | None:
     if event.get("kind") != "notice":
         return None
     return f"deskhand-d: {event.get('message', '')}"
+
+
+def doctor(result: dict[str, Any]) -> str:
+    """Human output of ``doctor``: backend, handshake, surface differences, known failures."""
+    lines = [f"backend:    {result.get('backend', '?')}"]
+    argv = result.get("argv") or []
+    if argv:
+        lines.append("command:    " + " ".join(str(a) for a in argv))
+    if result.get("notice"):
+        lines.append(f"note:       {result['notice']}")
+    if result.get("handshake_ok"):
+        lines.append(
+            f"handshake:  ok ({result.get('server_name') or 'unnamed server'}, "
+            f"protocol {result.get('protocol_version') or '?'}, pid {result.get('pid')})"
+        )
+        tools = result.get("tools") or []
+        lines.append(f"tools:      {len(tools)}: {', '.join(str(t) for t in tools)}")
+    else:
+        err = result.get("error") or {}
+        lines.append(f"handshake:  FAILED: {err.get('code', '?')}: {err.get('message', '')}")
+        if result.get("exit_status") is not None:
+            lines.append(f"exit:       {result['exit_status']}")
+        for line in result.get("stderr_tail") or []:
+            lines.append(f"  stderr | {line}")
+    diffs = result.get("schema_differences") or []
+    if diffs:
+        lines.append(f"surface:    {len(diffs)} difference(s) from what Deskhand expects")
+        lines.extend(f"  - {d.get('tool')}: {d.get('problem')}" for d in diffs)
+    elif result.get("handshake_ok"):
+        lines.append("surface:    matches what Deskhand expects")
+    for f in result.get("findings") or []:
+        lines.append(f'problem:    {f.get("code")}: seen "{f.get("evidence")}"')
+        lines.append(f"  fix: {f.get('remedy')}")
+    return "\n".join(lines)

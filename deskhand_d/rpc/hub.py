@@ -16,10 +16,17 @@ import trio
 
 from deskhand_d import __version__
 from deskhand_d.config import Config
-from deskhand_d.protocol import PROTOCOL_VERSION, SUBPROTOCOLS, ClientSummary, StatusResult
+from deskhand_d.protocol import (
+    PROTOCOL_VERSION,
+    SUBPROTOCOLS,
+    BackendStatus,
+    ClientSummary,
+    StatusResult,
+)
 from deskhand_d.stats import OpCounters
 
 if TYPE_CHECKING:
+    from deskhand_d.mcp.connection import BackendConnection
     from deskhand_d.rpc.connection import Connection
 
 
@@ -32,6 +39,7 @@ class Hub:
     connections: dict[int, Connection] = field(default_factory=dict)
     shutdown_requested: trio.Event = field(default_factory=trio.Event)
     shutdown_reason: str = ""
+    backend: BackendConnection | None = None
     _emptied: trio.Event = field(default_factory=trio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -78,4 +86,14 @@ class Hub:
             subprotocols=list(SUBPROTOCOLS),
             clients=clients,
             ops=self.counters.snapshot(),
+            backend=self._backend_status(),
+        )
+
+    def _backend_status(self) -> BackendStatus | None:
+        b = self.backend
+        if b is None:
+            return None
+        kind = b.launch.kind if b.launch is not None else self.config.backend.kind
+        return BackendStatus(
+            kind=kind, running_pid=b.running_pid, processes_started=b.processes_started
         )

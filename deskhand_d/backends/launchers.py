@@ -1,0 +1,177 @@
+"""Which backend process to start, and how: ``sky``, ``sim``, ``command`` and ``auto``.
+
+Pure apart from looking at the file system. Sky needs care (see the Sky protocol notes):
+``SkyComputerUseClient mcp`` only accepts tool calls when its parent process is signed by
+OpenAI, so it is started behind a signed ``codex`` as a jump host
+(``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``), from
+``$CODEX_HOME/computer-use`` when that exists. Every backend gets the daemon's environment minus
+``TYPESAFE_API_KEY`` and any other configured secret: a backend has no business with them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from deskhand_d.config import BackendConfig
+from deskhand_d.errors import BackendUnavailable
+from deskhand_d.mcp.connection import LaunchSpec
+
+_CLIENT_IN_APP = (
+    "Codex Computer Use.app/Contents/SharedSupport/SkyComputerUseClient.app/"
+    "Contents/MacOS/SkyComputerUseClient"
+)
+ALWAYS_SECRET = ("TYPESAFE_API_KEY",)
+
+
+def codex_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("CODEX_HOME") or Path(env.get("HOME") or "~").expanduser() / ".codex")
+
+
+def sky_client_candidates(env: Mapping[str, str]) -> list[Path]:
+    """Where SkyComputerUseClient is installed, most canonical first."""
+    home = codex_home(env)
+    out = [home / "computer-use" / _CLIENT_IN_APP]
+    cache = home / "plugins" / "cache" / "openai-bundled" / "computer-use"
+    if cache.is_dir():
+        versions = sorted(
+            (p for p in cache.iterdir() if p.is_dir()), key=_version_key, reverse=True
+        )
+        out += [v / _CLIENT_IN_APP for v in versions]
+    out.append(
+        Path(
+            "/Applications/Codex.app/Contents/Resources/plugins/openai-bundled/plugins/computer-use"
+        )
+        / _CLIENT_IN_APP
+    )
+    out.append(
+        Path("/Applications/ChatGPT.app/Contents/Resources/cua_node/lib/node_modules/@oai/sky")
+        / _CLIENT_IN_APP
+    )
+    return out
+
+
+def codex_candidates() -> list[Path]:
+    """Signed ``codex`` binaries that may serve as Sky's trusted parent."""
+    return [
+        Path("/Applications/ChatGPT.app/Contents/Resources/codex"),
+        Path(
+            "/Applications/ChatGPT.app/Contents/Resources/codex-cli/CodexCLI.app/Contents/MacOS/codex"
+        ),
+        Path("/Applications/Codex.app/Contents/Resources/codex"),
+    ]
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    parts = []
+    for piece in path.name.split("."):
+        parts.append(int(piece) if piece.isdigit() else -1)
+    return tuple(parts)
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def find_first(
+    paths: Sequence[Path], exists: Callable[[Path], bool] = _is_executable
+) -> Path | None:
+    return next((p for p in paths if exists(p)), None)
+
+
+def child_env(env: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
+    """The backend's environment: ours minus every secret and our own service variables."""
+    drop = set(ALWAYS_SECRET) | set(secrets)
+    drop |= {"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"}
+    return {k: v for k, v in env.items() if k not in drop}
+
+
+def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
+    client = (
+        Path(cfg.sky_client or env.get("DESKHAND_SKY_CLIENT", ""))
+        if (cfg.sky_client or env.get("DESKHAND_SKY_CLIENT"))
+        else find_first(sky_client_candidates(env))
+    )
+    if client is None or not _is_executable(client):
+        raise BackendUnavailable(
+            "Sky (SkyComputerUseClient) was not found; install the Codex Computer Use plugin, "
+            "or point DESKHAND_SKY_CLIENT / backend.sky_client at it",
+            data={"backend": "sky"},
+        )
+    override = cfg.codex or env.get("DESKHAND_CODEX", "")
+    codex = Path(override) if override else find_first(codex_candidates())
+    if codex is None or not _is_executable(codex):
+        raise BackendUnavailable(
+            "no signed codex was found to start Sky from (Sky refuses tool calls from unsigned "
+            "parents); install ChatGPT or Codex, or point DESKHAND_CODEX / backend.codex at it",
+            data={"backend": "sky"},
+        )
+    cwd = cfg.cwd or str(codex_home(env) / "computer-use")
+    argv = (
+        str(codex),
+        "sandbox",
+        "-c",
+        'sandbox_mode="danger-full-access"',
+        "--",
+        str(client),
+        "mcp",
+    )
+    return LaunchSpec(
+        kind="sky",
+        argv=argv,
+        env=child_env(env, secrets),
+        cwd=cwd if Path(cwd).is_dir() else None,
+    )
+
+
+def sim_spec(
+    cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
+) -> LaunchSpec:
+    return LaunchSpec(
+        kind="sim",
+        argv=(sys.executable, "-m", "deskhand_d.backends.sim"),
+        env=child_env(env, secrets),
+        cwd=cfg.cwd or None,
+        notice=notice,
+    )
+
+
+def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
+    argv = tuple(cfg.command)
+    if not argv or not all(isinstance(a, str) and a for a in argv):
+        raise BackendUnavailable(
+            "backend kind is command but no command is configured; set backend.command or "
+            'DESKHAND_BACKEND_COMMAND to a JSON array such as ["python3", "/path/server.py"]',
+            data={"backend": "command"},
+        )
+    return LaunchSpec(kind="command", argv=argv, env=child_env(env, secrets), cwd=cfg.cwd or None)
+
+
+def resolve(
+    cfg: BackendConfig,
+    env: Mapping[str, str],
+    secrets: Sequence[str] = (),
+    *,
+    platform: str = sys.platform,
+) -> LaunchSpec:
+    """The launch spec for the configured backend kind."""
+    if cfg.kind == "sky":
+        return sky_spec(cfg, env, secrets)
+    if cfg.kind == "sim":
+        return sim_spec(cfg, env, secrets)
+    if cfg.kind == "command":
+        return command_spec(cfg, env, secrets)
+    if platform == "darwin":
+        try:
+            return sky_spec(cfg, env, secrets)
+        except BackendUnavailable as exc:
+            why = exc.message
+        return sim_spec(cfg, env, secrets, notice=f"using the simulated desktop: {why}")
+    return sim_spec(
+        cfg,
+        env,
+        secrets,
+        notice="using the simulated desktop: no computer-use backend for this platform yet",
+    )

@@ -1,0 +1,144 @@
+"""Sky's tool surface as Deskhand expects it: the ten tools, their argument schemas, hints.
+
+Pure data, used in three places: the simulator serves it (with descriptions written in our own
+words), ``doctor`` compares a real backend's ``tools/list`` against it, and the client's schema
+negotiation falls back to it when a backend does not advertise a tool. Property names, types,
+enums, ``required`` lists and annotations match Sky's wire behaviour exactly; description texts
+do not need to and are ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+TOOL_ORDER: Final = (
+    "list_apps",
+    "get_app_state",
+    "click",
+    "perform_secondary_action",
+    "set_value",
+    "select_text",
+    "scroll",
+    "drag",
+    "press_key",
+    "type_text",
+)
+
+READ_ONLY_TOOLS: Final = frozenset({"list_apps", "get_app_state"})
+
+_APP = {"type": "string", "description": "Target app: its name, full .app path or bundle id"}
+_APP_SHORT = {"type": "string", "description": "Target app: its name or bundle id"}
+_INDEX = {"type": "string", "description": "Index of the element in the latest state"}
+
+
+def _s(description: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "string", "description": description, **extra}
+
+
+def _n(description: str) -> dict[str, Any]:
+    return {"type": "number", "description": description}
+
+
+_PROPERTIES: Final[dict[str, dict[str, dict[str, Any]]]] = {
+    "list_apps": {},
+    "get_app_state": {"app": _APP},
+    "click": {
+        "app": _APP,
+        "click_count": {"type": "integer", "description": "How many clicks (1 if omitted)"},
+        "element_index": _INDEX,
+        "mouse_button": _s("Which button (left if omitted)", enum=["left", "right", "middle"]),
+        "x": _n("Horizontal position in screenshot pixels"),
+        "y": _n("Vertical position in screenshot pixels"),
+    },
+    "perform_secondary_action": {
+        "action": _s("Name of one of the element's secondary actions"),
+        "app": _APP,
+        "element_index": _INDEX,
+    },
+    "set_value": {
+        "app": _APP,
+        "element_index": _INDEX,
+        "value": _s("The new value"),
+    },
+    "select_text": {
+        "app": _APP_SHORT,
+        "element_index": _INDEX,
+        "prefix": _s("Text just before the target, to pick one of several matches"),
+        "selection": _s(
+            "Select the text, or put the cursor before or after it (text if omitted)",
+            enum=["text", "cursor_before", "cursor_after"],
+        ),
+        "suffix": _s("Text just after the target, to pick one of several matches"),
+        "text": _s("The text to select, exactly as the accessibility tree shows it"),
+    },
+    "scroll": {
+        "app": _APP,
+        "direction": _s("up, down, left or right"),
+        "element_index": _INDEX,
+        "pages": _n("How many pages; fractions allowed (1 if omitted)"),
+    },
+    "drag": {
+        "app": _APP,
+        "from_x": _n("Start, horizontal pixel"),
+        "from_y": _n("Start, vertical pixel"),
+        "to_x": _n("End, horizontal pixel"),
+        "to_y": _n("End, vertical pixel"),
+    },
+    "press_key": {
+        "app": _APP,
+        "key": _s("A key or chord in xdotool syntax, e.g. Return or super+c"),
+    },
+    "type_text": {
+        "app": _APP,
+        "text": _s("The literal text to type"),
+    },
+}
+
+_REQUIRED: Final[dict[str, list[str]]] = {
+    "get_app_state": ["app"],
+    "click": ["app"],
+    "perform_secondary_action": ["app", "element_index", "action"],
+    "set_value": ["app", "element_index", "value"],
+    "select_text": ["app", "element_index", "text"],
+    "scroll": ["app", "element_index", "direction"],
+    "drag": ["app", "from_x", "from_y", "to_x", "to_y"],
+    "press_key": ["app", "key"],
+    "type_text": ["app", "text"],
+}
+
+
+def input_schema(tool: str) -> dict[str, Any]:
+    """The ``inputSchema`` Sky advertises for ``tool`` (our descriptions)."""
+    schema: dict[str, Any] = {
+        "additionalProperties": False,
+        "properties": {k: dict(v) for k, v in _PROPERTIES[tool].items()},
+        "type": "object",
+    }
+    if tool in _REQUIRED:
+        schema["required"] = list(_REQUIRED[tool])
+    return schema
+
+
+def tool_annotations(tool: str) -> dict[str, bool]:
+    read_only = tool in READ_ONLY_TOOLS
+    return {
+        "destructiveHint": False,
+        "idempotentHint": read_only,
+        "openWorldHint": False,
+        "readOnlyHint": read_only,
+    }
+
+
+def structural(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema with descriptions removed, for comparing shapes across backends."""
+    props = schema.get("properties") or {}
+    return {
+        "additionalProperties": schema.get("additionalProperties", True),
+        "properties": {
+            name: {k: v for k, v in sorted(spec.items()) if k != "description"}
+            for name, spec in sorted(props.items())
+            if isinstance(spec, dict)
+        },
+        "required": sorted(schema.get("required") or []),
+        "type": schema.get("type"),
+    }

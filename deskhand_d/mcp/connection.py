@@ -1,0 +1,555 @@
+"""The daemon's one connection to its computer-use backend (MCP over stdio).
+
+Theory of operation.
+
+* **Lazy life.** Nothing runs until the first call or handshake. Then the backend is spawned,
+  ``initialize`` (protocol 2025-06-18, ``elicitation`` declared) and ``notifications/initialized``
+  are exchanged and ``tools/list`` is cached for the life of that process. Each phase has its
+  own deadline and a timeout names the phase.
+* **One dispatcher task** per process reads lines and routes them: responses to the waiting
+  call, ``elicitation/create`` to the call in flight, ``ping`` answered with ``{}``, any other
+  server request refused with -32601 (never silence).
+* **Calls.** One at a time (a lock). Arguments are fitted to the advertised schema before
+  anything is sent. The call's deadline runs only while we wait for the backend; it is paused
+  while the person decides an approval, and the caller's cancellation stays live throughout.
+* **Approvals** go to the ``on_approval`` callback supplied with the call. The person's accept
+  is the only way to send ``accept``; everything else sends ``decline`` (the person declined)
+  or ``cancel`` (nobody could answer, the handler failed, the request was unsupported,
+  concurrent or incomplete, or the caller gave up). See :mod:`deskhand_d.mcp.approvals`.
+* **Unknown outcomes.** If a call is in flight when the deadline passes, the process dies, a
+  pipe breaks or garbage arrives, the call ends in :class:`OutcomeUnknown` and the process is
+  shut down. Nothing is retried or replayed; the next request starts a fresh process.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import structlog
+import trio
+
+from deskhand_d import __version__
+from deskhand_d.errors import (
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    BadRequest,
+    OutcomeUnknown,
+)
+from deskhand_d.mcp import approvals as ap
+from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
+from deskhand_d.mcp.results import Kind, ToolOutput, classify
+from deskhand_d.mcp.session import (
+    METHOD_NOT_FOUND,
+    ErrorResponse,
+    Invalid,
+    McpSession,
+    Notification,
+    Response,
+    ServerRequest,
+    Stray,
+)
+from deskhand_d.mcp.transport import Eof, ProcessTransport, open_process
+
+log = structlog.get_logger("deskhand.backend")
+
+PROTOCOL_VERSION: Final = "2025-06-18"
+CLIENT_INFO: Final = {"name": "deskhand", "version": __version__}
+
+ApprovalCallback = Callable[[ap.Confirmation], Awaitable[Literal["accept", "decline"]]]
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """How to start a backend process."""
+
+    kind: str  # sky | sim | command | atspi
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str | None = None
+    notice: str = ""  # shown once when the backend starts (e.g. why auto picked sim)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    protocol_version: str
+    name: str
+    version: str
+    capabilities: dict[str, Any]
+    tools: tuple[dict[str, Any], ...]
+    pid: int
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        return next((t for t in self.tools if t.get("name") == name), None)
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A finished ``tools/call``: what came back and how its approvals were decided."""
+
+    output: ToolOutput
+    approval_reason: str | None
+    approvals_asked: int
+    usable: bool  # False if the result came while an approval was still pending
+    elapsed_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Died:
+    cause: str  # crash | pipe_error | protocol_error
+    detail: str
+
+
+_CallEvent = Response | ErrorResponse | ServerRequest | _Died
+
+
+@dataclass(slots=True)
+class _Call:
+    rid: int
+    send: trio.MemorySendChannel[_CallEvent]
+    receive: trio.MemoryReceiveChannel[_CallEvent]
+    approvals: ap.CallApprovals = field(default_factory=ap.CallApprovals)
+    decide_scope: trio.CancelScope | None = None
+    result_during_approval: bool = False
+
+
+def _new_call(rid: int) -> _Call:
+    send, receive = trio.open_memory_channel[_CallEvent](math.inf)
+    return _Call(rid=rid, send=send, receive=receive)
+
+
+class _Process:
+    """One live backend process and the session on its pipes."""
+
+    def __init__(self, transport: ProcessTransport) -> None:
+        self.transport = transport
+        self.session = McpSession()
+        self.info: ServerInfo | None = None
+        self.current: _Call | None = None  # the call in flight, if any
+        self.dead: _Died | None = None
+        self.scope = trio.CancelScope()
+
+    async def send(self, data: bytes) -> None:
+        await self.transport.send(data)
+
+
+class BackendConnection:
+    """Owns at most one backend process at a time. Create with :func:`open_backend`."""
+
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        launch: LaunchSpec | Callable[[], LaunchSpec],
+        *,
+        call_timeout_s: float = 30.0,
+        start_timeout_s: float = 15.0,
+    ) -> None:
+        self._nursery = nursery
+        self._launch = launch
+        self.launch: LaunchSpec | None = launch if isinstance(launch, LaunchSpec) else None
+        self.call_timeout_s = call_timeout_s
+        self.start_timeout_s = start_timeout_s
+        self._proc: _Process | None = None
+        self._start_lock = trio.Lock()
+        self._call_lock = trio.Lock()
+        self.processes_started = 0
+        # Diagnostics for `doctor`: what the last process said on stderr and how it ended, and
+        # the text of the last error result. Kept in memory only, never logged above debug.
+        self.last_stderr: list[str] = []
+        self.last_returncode: int | None = None
+        self.last_error_text = ""
+
+    # ----- life cycle -----------------------------------------------------------------------
+
+    async def handshake(self) -> ServerInfo:
+        """Start the backend if needed and return what it said about itself."""
+        proc = await self._ensure_started()
+        assert proc.info is not None
+        return proc.info
+
+    async def _ensure_started(self) -> _Process:
+        async with self._start_lock:
+            if self._proc is not None and self._proc.dead is None:
+                return self._proc
+            if self._proc is not None:
+                await self._shutdown(self._proc)
+            proc = await self._start()
+            self._proc = proc
+            return proc
+
+    def resolve_launch(self) -> LaunchSpec:
+        """The launch spec, resolving it now if it was given lazily (may raise)."""
+        if self.launch is None:
+            assert not isinstance(self._launch, LaunchSpec)
+            self.launch = self._launch()
+        return self.launch
+
+    async def _start(self) -> _Process:
+        spec = self.resolve_launch()
+        try:
+            with trio.fail_after(self.start_timeout_s):
+                transport = await open_process(spec.argv, env=spec.env, cwd=spec.cwd)
+        except trio.TooSlowError:
+            raise BackendTimeout(
+                "starting the backend took too long", data={"phase": "start"}
+            ) from None
+        except OSError as exc:
+            raise BackendUnavailable(
+                f"cannot start the {spec.kind} backend ({spec.argv[0]}): {exc.strerror or exc}; "
+                "run `deskhandctl doctor` for details",
+                data={"backend": spec.kind},
+            ) from None
+        self.processes_started += 1
+        proc = _Process(transport)
+        if spec.notice:
+            log.info("backend.notice", backend=spec.kind, notice=spec.notice)
+        log.info("backend.started", backend=spec.kind, pid=transport.pid)
+        await self._nursery.start(self._run_process, proc)
+        try:
+            proc.info = await self._initialize(proc)
+        except BaseException:
+            await self._shutdown(proc)
+            raise
+        return proc
+
+    async def _initialize(self, proc: _Process) -> ServerInfo:
+        init = await self._request(
+            proc,
+            "initialize",
+            {
+                "protocolVersion": PROTOCOL_VERSION,
+                "capabilities": {"elicitation": {}},
+                "clientInfo": CLIENT_INFO,
+            },
+            phase="initialize",
+        )
+        await self._send_or_fail(proc, proc.session.notification("notifications/initialized"))
+        listed = await self._request(proc, "tools/list", {}, phase="tools_list")
+        tools = listed.get("tools") if isinstance(listed, dict) else None
+        server = init.get("serverInfo") if isinstance(init, dict) else None
+        server = server if isinstance(server, dict) else {}
+        return ServerInfo(
+            protocol_version=str(init.get("protocolVersion", "")) if isinstance(init, dict) else "",
+            name=str(server.get("name", "")),
+            version=str(server.get("version", "")),
+            capabilities=init.get("capabilities", {}) if isinstance(init, dict) else {},
+            tools=tuple(t for t in tools if isinstance(t, dict)) if isinstance(tools, list) else (),
+            pid=proc.transport.pid,
+        )
+
+    async def _request(
+        self, proc: _Process, method: str, params: dict[str, Any], *, phase: str
+    ) -> Any:
+        rid, data = proc.session.request(method, params)
+        call = _new_call(rid)
+        proc.current = call
+        try:
+            await self._send_or_fail(proc, data)
+            with trio.move_on_after(self.start_timeout_s) as scope:
+                while True:
+                    event = await call.receive.receive()
+                    if isinstance(event, ServerRequest):
+                        # Nothing to approve before any tool call: refuse without asking.
+                        await self._answer(proc, event, ap.reply_for("cancel"))
+                        continue
+                    break
+            if scope.cancelled_caught:
+                raise BackendTimeout(
+                    f"the backend did not answer {method} in time", data={"phase": phase}
+                )
+        finally:
+            proc.current = None
+        if isinstance(event, _Died):
+            raise BackendUnavailable(
+                f"the backend stopped during {method}: {event.detail}; "
+                "run `deskhandctl doctor` to check it",
+                data={"phase": phase, "cause": event.cause},
+            )
+        if isinstance(event, ErrorResponse):
+            raise BackendUnavailable(
+                f"the backend refused {method}: {event.message}",
+                data={"phase": phase, "rpc_code": event.code},
+            )
+        assert isinstance(event, Response)
+        return event.result
+
+    async def _send_or_fail(self, proc: _Process, data: bytes) -> None:
+        try:
+            await proc.send(data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
+
+    async def _run_process(
+        self, proc: _Process, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        with proc.scope:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(proc.transport.run_reader)
+                nursery.start_soon(proc.transport.run_stderr_drain)
+                task_status.started()
+                await self._dispatch(proc)
+                nursery.cancel_scope.cancel()
+
+    async def _dispatch(self, proc: _Process) -> None:
+        async for item in proc.transport.lines:
+            if isinstance(item, Eof):
+                cause = "protocol_error" if "longer than" in item.reason else "crash"
+                self._mark_dead(proc, _Died(cause, item.reason))
+                return
+            event = proc.session.receive(item)
+            if isinstance(event, Invalid):
+                log.warning("backend.protocol_error", reason=event.reason)
+                self._mark_dead(proc, _Died("protocol_error", event.reason))
+                return
+            if isinstance(event, Response | ErrorResponse):
+                call = proc.current
+                if call is not None and call.rid == event.id:
+                    if call.approvals.asking:
+                        call.result_during_approval = True
+                        if call.decide_scope is not None:
+                            call.decide_scope.cancel()
+                    call.send.send_nowait(event)
+                else:
+                    log.debug("backend.response_ignored", id=event.id)
+            elif isinstance(event, ServerRequest):
+                await self._on_server_request(proc, event)
+            elif isinstance(event, Notification):
+                log.debug("backend.notification", method=event.method)
+            elif isinstance(event, Stray):
+                log.debug("backend.stray_response", has_error=event.error is not None)
+
+    async def _on_server_request(self, proc: _Process, req: ServerRequest) -> None:
+        if req.method == "ping":
+            await self._answer(proc, req, {})
+        elif req.method == "elicitation/create":
+            call = proc.current
+            if call is None:
+                log.info("backend.approval", reason=ap.Reason.HANDLER_UNAVAILABLE, call=False)
+                await self._answer(proc, req, ap.reply_for("cancel"))
+                return
+            verdict = call.approvals.prefilter(ap.classify(req.params))
+            if verdict is not None:
+                log.info("backend.approval", answer=verdict, reason=call.approvals.reasons[-1])
+                await self._answer(proc, req, ap.reply_for(verdict))
+                return
+            call.send.send_nowait(req)  # the calling task asks the person
+        else:
+            log.info("backend.unknown_request", method=req.method[:100])
+            try:
+                await proc.send(
+                    proc.session.error(req.id, METHOD_NOT_FOUND, f"Method not found: {req.method}")
+                )
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
+
+    async def _answer(self, proc: _Process, req: ServerRequest, result: dict[str, Any]) -> None:
+        try:
+            await proc.send(proc.session.result(req.id, result))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
+
+    def _mark_dead(self, proc: _Process, died: _Died) -> None:
+        if proc.dead is None:
+            proc.dead = died
+            log.warning("backend.died", cause=died.cause, detail=died.detail)
+        if proc.current is not None:
+            proc.current.send.send_nowait(died)
+
+    async def _shutdown(self, proc: _Process) -> None:
+        if proc.dead is None:
+            proc.dead = _Died("closed", "closed by Deskhand")
+        await proc.transport.aclose()
+        self.last_stderr = list(proc.transport.stderr_tail)
+        self.last_returncode = proc.transport.process.returncode
+        proc.scope.cancel()
+        if self._proc is proc:
+            self._proc = None
+
+    async def aclose(self) -> None:
+        """Stop the backend process (if any), following the MCP shutdown order."""
+        if self._proc is not None:
+            await self._shutdown(self._proc)
+
+    @property
+    def running_pid(self) -> int | None:
+        proc = self._proc
+        if proc is None or proc.dead is not None:
+            return None
+        return proc.transport.pid
+
+    # ----- calls ----------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        *,
+        on_approval: ApprovalCallback | None = None,
+        timeout_s: float | None = None,
+    ) -> CallResult:
+        """Run one tool call. See the module docstring for the guarantees."""
+        async with self._call_lock:
+            proc = await self._ensure_started()
+            assert proc.info is not None
+            tool = proc.info.tool(name)
+            if tool is None:
+                raise BadRequest(
+                    f"the backend has no tool named {name}; "
+                    "run `deskhandctl doctor` to see its tools"
+                )
+            schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+            try:
+                args = negotiate(name, arguments, schema or {})
+            except ArgumentsRefused as exc:
+                raise BadRequest(str(exc), data={"tool": name}) from None
+            return await self._call(proc, name, args, on_approval, timeout_s or self.call_timeout_s)
+
+    async def _call(
+        self,
+        proc: _Process,
+        name: str,
+        args: dict[str, Any],
+        on_approval: ApprovalCallback | None,
+        budget: float,
+    ) -> CallResult:
+        rid, data = proc.session.request("tools/call", {"name": name, "arguments": args})
+        call = _new_call(rid)
+        proc.current = call
+        started = trio.current_time()
+        log.info("backend.call.started", tool=name, id=rid)
+        try:
+            await self._send_or_fail(proc, data)
+            while True:
+                waited_from = trio.current_time()
+                with trio.move_on_after(budget) as scope:
+                    event = await call.receive.receive()
+                budget -= trio.current_time() - waited_from
+                if scope.cancelled_caught:
+                    await self._abandon(proc, rid, "the call's deadline passed")
+                    raise OutcomeUnknown(
+                        f"{name} did not finish in time; whether it took effect is unknown, "
+                        "so observe the app again before doing anything else",
+                        data={"cause": "timeout", "phase": "call", "tool": name},
+                    )
+                if isinstance(event, ServerRequest):
+                    answer = await self._decide(proc, call, event, on_approval)
+                    await self._answer(proc, event, ap.reply_for(answer))
+                    continue
+                break
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self._cancel_remote(proc, rid, "the caller cancelled the request")
+            raise
+        finally:
+            proc.current = None
+        elapsed = trio.current_time() - started
+        if isinstance(event, _Died):
+            await self._shutdown(proc)
+            log.warning("backend.call.unknown", tool=name, cause=event.cause)
+            raise OutcomeUnknown(
+                f"the backend failed while {name} was running ({event.detail}); whether it took "
+                "effect is unknown, so observe the app again before doing anything else",
+                data={"cause": event.cause, "phase": "call", "tool": name},
+            )
+        if isinstance(event, ErrorResponse):
+            log.info("backend.call.failed", tool=name, rpc_code=event.code)
+            raise BackendError(
+                f"the backend refused {name}: {event.message}",
+                data={"rpc_code": event.code, "tool": name},
+            )
+        output = classify(event.result)
+        if output.is_error or output.kind is not Kind.OK:
+            self.last_error_text = output.text[:2000]
+        reason = call.approvals.reason
+        log.info(
+            "backend.call.complete",
+            tool=name,
+            kind=output.kind,
+            approval_reason=reason,
+            elapsed_ms=round(elapsed * 1000, 1),
+        )
+        return CallResult(
+            output=output,
+            approval_reason=reason.value if reason else None,
+            approvals_asked=call.approvals.asked,
+            usable=not call.result_during_approval,
+            elapsed_s=elapsed,
+        )
+
+    async def _decide(
+        self,
+        proc: _Process,
+        call: _Call,
+        req: ServerRequest,
+        on_approval: ApprovalCallback | None,
+    ) -> ap.Answer:
+        """Ask the person (the deadline is paused: we are not waiting for the backend)."""
+        request = ap.classify(req.params)
+        assert isinstance(request, ap.Confirmation)
+        if on_approval is None:
+            answer = call.approvals.settle("cancel", ap.Reason.HANDLER_UNAVAILABLE)
+        else:
+            call.decide_scope = trio.CancelScope()
+            try:
+                with call.decide_scope:
+                    decision = await on_approval(request)
+            except trio.Cancelled:
+                # The caller gave up while the person was deciding: never accept for them.
+                call.approvals.settle("cancel", ap.Reason.CALLER_CANCELLED)
+                with trio.CancelScope(shield=True):
+                    await self._answer(proc, req, ap.reply_for("cancel"))
+                raise
+            except Exception:
+                log.exception("backend.approval_handler_failed")
+                answer = call.approvals.settle("cancel", ap.Reason.HANDLER_ERROR)
+            else:
+                if call.decide_scope.cancelled_caught:
+                    # The backend answered the call before the person did.
+                    answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
+                elif decision == "accept":
+                    answer = call.approvals.settle("accept", ap.Reason.USER_ACCEPTED)
+                else:
+                    answer = call.approvals.settle("decline", ap.Reason.USER_DECLINED)
+            finally:
+                call.decide_scope = None
+        log.info("backend.approval", answer=answer, reason=call.approvals.reasons[-1])
+        return answer
+
+    async def _cancel_remote(self, proc: _Process, rid: int, reason: str) -> None:
+        proc.session.forget(rid)
+        data = proc.session.notification(
+            "notifications/cancelled", {"requestId": rid, "reason": reason}
+        )
+        with trio.move_on_after(1):
+            try:
+                await proc.send(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+
+    async def _abandon(self, proc: _Process, rid: int, reason: str) -> None:
+        with trio.CancelScope(shield=True):
+            await self._cancel_remote(proc, rid, reason)
+            await self._shutdown(proc)
+
+
+@asynccontextmanager
+async def open_backend(
+    launch: LaunchSpec | Callable[[], LaunchSpec],
+    *,
+    call_timeout_s: float = 30.0,
+    start_timeout_s: float = 15.0,
+) -> AsyncIterator[BackendConnection]:
+    """A backend connection whose process (if started) is stopped when the block exits."""
+    async with trio.open_nursery() as nursery:
+        conn = BackendConnection(
+            nursery, launch, call_timeout_s=call_timeout_s, start_timeout_s=start_timeout_s
+        )
+        try:
+            yield conn
+        finally:
+            await conn.aclose()
+            nursery.cancel_scope.cancel()

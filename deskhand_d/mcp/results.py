@@ -1,0 +1,133 @@
+"""What a ``tools/call`` result means. Pure.
+
+Sky reports almost every failure as an ordinary result (``isError: true`` and one text block),
+and some important ones as a bare sentence without ``isError``. :func:`classify` sorts a result
+into one :class:`Kind`, matching Sky's exact texts. Two rules matter most:
+
+* The stop notice counts only as a *standalone* reply. The same sentence inside an
+  accessibility tree (a document that quotes it) is just content.
+* A partial or diff update is never an observation: element indices in it cannot be trusted
+  against a full tree, so it is rejected rather than parsed.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any, Final
+
+STOP_NOTICE: Final = (
+    "This application session has been explicitly stopped by the user for this turn. "
+    "Stop your work and send a final message noting they stopped the session and you're ready "
+    "to continue if they want you to. Computer Use can be used again in the next assistant "
+    "turn."
+)
+STOP_MARKER: Final = "explicitly stopped by the user for this turn"
+APPROVAL_DENIED_PREFIX: Final = "Computer Use approval denied via MCP elicitation for app '"
+APPROVAL_CANCELED_PREFIX: Final = "Computer Use permission request canceled for app '"
+NOT_AUTHENTICATED: Final = "Sender process is not authenticated"
+PERMISSIONS_PENDING: Final = "Computer Use permissions are still pending."
+PERMISSIONS_MISSING: Final = "Computer Use permissions are not granted"
+ERROR_PREFIX: Final = "Computer Use server error "
+DIFF_MARKERS: Final = (
+    "The following is a diff from the previous accessibility tree for Window: ",
+    "The following is a cumulative diff from the initial accessibility tree",
+    "There has been no change in the accessibility tree for Window: ",
+    "Updated elements:",
+    "Removed element IDs: ",
+)
+
+
+class Kind(enum.StrEnum):
+    OK = "ok"
+    TOOL_ERROR = "tool_error"
+    SESSION_STOPPED = "session_stopped"
+    APPROVAL_DECLINED = "approval_declined"
+    APPROVAL_CANCELLED = "approval_cancelled"
+    NOT_AUTHENTICATED = "not_authenticated"
+    PARTIAL_UPDATE = "partial_update"
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    mime_type: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A decoded result: its kind, joined text, images, and whether Sky flagged an error."""
+
+    kind: Kind
+    text: str
+    images: tuple[Image, ...]
+    is_error: bool
+
+
+def _strip_code(text: str) -> str:
+    """``Computer Use server error -10012: <sentence>`` → ``<sentence>``."""
+    if text.startswith(ERROR_PREFIX):
+        _, sep, rest = text.partition(": ")
+        if sep:
+            return rest
+    return text
+
+
+def is_stop_notice(text: str) -> bool:
+    body = _strip_code(text.strip())
+    return body == STOP_NOTICE
+
+
+def decode(result: Any) -> tuple[str, tuple[Image, ...], bool]:
+    """Join text blocks and decode image blocks; tolerate odd shapes without raising."""
+    if not isinstance(result, dict):
+        return "", (), False
+    texts: list[str] = []
+    images: list[Image] = []
+    content = result.get("content")
+    for block in content if isinstance(content, list) else []:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif block.get("type") == "image" and isinstance(block.get("data"), str):
+            try:
+                data = base64.b64decode(block["data"], validate=True)
+            except ValueError:
+                continue
+            images.append(Image(mime_type=str(block.get("mimeType", "")), data=data))
+    return "\n".join(texts), tuple(images), result.get("isError") is True
+
+
+_ELEMENT_LINE = re.compile(r"^\t*\d+ ")
+
+
+def _has_diff_header(text: str) -> bool:
+    """Diff markers count only in the header, before the first element line of a tree."""
+    for line in text.splitlines():
+        if _ELEMENT_LINE.match(line):
+            return False
+        if line.lstrip("+~ ").startswith(DIFF_MARKERS) or line.startswith(DIFF_MARKERS):
+            return True
+    return False
+
+
+def classify(result: Any) -> ToolOutput:
+    text, images, is_error = decode(result)
+    stripped = text.strip()
+    kind = Kind.OK
+    if is_stop_notice(stripped):
+        kind = Kind.SESSION_STOPPED
+    elif stripped.startswith(APPROVAL_DENIED_PREFIX):
+        kind = Kind.APPROVAL_DECLINED
+    elif stripped.startswith(APPROVAL_CANCELED_PREFIX):
+        kind = Kind.APPROVAL_CANCELLED
+    elif NOT_AUTHENTICATED in stripped and "-10000" in stripped and len(stripped) < 200:
+        kind = Kind.NOT_AUTHENTICATED
+    elif is_error:
+        kind = Kind.TOOL_ERROR
+    elif _has_diff_header(text):
+        kind = Kind.PARTIAL_UPDATE
+    return ToolOutput(kind=kind, text=text, images=images, is_error=is_error)

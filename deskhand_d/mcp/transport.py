@@ -1,0 +1,157 @@
+"""The backend child process and its pipes: the only I/O of the MCP client.
+
+One reader task turns stdout into lines (via :class:`LineSplitter`), another drains stderr
+into debug logs only (a backend's stderr may contain anything, so it never reaches info
+logs or clients). Writes are serialised. :meth:`ProcessTransport.aclose` follows the MCP
+stdio shutdown order: close stdin, wait, SIGTERM, wait, SIGKILL, each step bounded and
+shielded so a stuck child cannot hold the daemon up.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import structlog
+import trio
+
+from deskhand_d.mcp.framing import DEFAULT_MAX_LINE, FramingError, LineSplitter
+
+log = structlog.get_logger("deskhand.backend")
+
+READ_CHUNK = 256 * 1024
+STDIN_CLOSE_WAIT_S = 1.0
+TERM_WAIT_S = 2.0
+STDERR_TAIL_LINES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Eof:
+    """stdout ended; ``reason`` says whether it was a clean EOF or a framing failure."""
+
+    reason: str
+
+
+class ProcessTransport:
+    def __init__(self, process: trio.Process, *, max_line: int = DEFAULT_MAX_LINE) -> None:
+        self.process = process
+        self._max_line = max_line
+        self._write_lock = trio.Lock()
+        self._send_lines, self.lines = trio.open_memory_channel[bytes | Eof](math.inf)
+        # The last stderr lines, kept for `doctor` (never logged above debug).
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def send(self, data: bytes) -> None:
+        """Write one framed message. Raises ``trio.BrokenResourceError`` if the pipe broke."""
+        stdin = self.process.stdin
+        if stdin is None:
+            raise trio.BrokenResourceError("the backend has no stdin")
+        async with self._write_lock:
+            try:
+                await stdin.send_all(data)
+            except trio.ClosedResourceError:
+                raise trio.BrokenResourceError("the backend's stdin is closed") from None
+
+    async def run_reader(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        stdout = self.process.stdout
+        splitter = LineSplitter(self._max_line)
+        task_status.started()
+        reason = "the backend closed its output"
+        try:
+            while stdout is not None:
+                chunk = await stdout.receive_some(READ_CHUNK)
+                if not chunk:
+                    break
+                for line in splitter.feed(chunk):
+                    self._send_lines.send_nowait(line)
+        except FramingError as exc:
+            reason = str(exc)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            reason = "the backend's output pipe broke"
+        self._send_lines.send_nowait(Eof(reason))
+
+    async def run_stderr_drain(self) -> None:
+        stderr = self.process.stderr
+        splitter = LineSplitter(1 << 20)
+        try:
+            while stderr is not None:
+                chunk = await stderr.receive_some(READ_CHUNK)
+                if not chunk:
+                    return
+                try:
+                    lines = splitter.feed(chunk)
+                except FramingError:
+                    splitter = LineSplitter(1 << 20)
+                    continue
+                for line in lines:
+                    self.stderr_tail.append(line[:2000].decode("utf-8", "replace"))
+                    log.debug(
+                        "backend.stderr", pid=self.pid, line=line[:2000].decode("utf-8", "replace")
+                    )
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+    async def aclose(self) -> None:
+        """Stop the child: close stdin, then SIGTERM, then SIGKILL. Bounded and shielded."""
+        proc = self.process
+        with trio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                try:
+                    await proc.stdin.aclose()
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+            with trio.move_on_after(STDIN_CLOSE_WAIT_S):
+                await proc.wait()
+            if proc.returncode is None:
+                _signal_group(proc, signal.SIGTERM)
+                with trio.move_on_after(TERM_WAIT_S):
+                    await proc.wait()
+            if proc.returncode is None:
+                _signal_group(proc, signal.SIGKILL)
+                await proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    await pipe.aclose()
+        log.info("backend.stopped", pid=proc.pid, returncode=proc.returncode)
+
+
+def _signal_group(proc: trio.Process, sig: int) -> None:
+    # The backend runs in its own session, so its helpers (e.g. a jump host) go with it.
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.send_signal(sig)
+        except ProcessLookupError:
+            pass
+
+
+async def open_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    max_line: int = DEFAULT_MAX_LINE,
+) -> ProcessTransport:
+    """Spawn the backend with pipes on all three standard streams."""
+    process = await trio.lowlevel.open_process(
+        list(argv),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=cwd,
+        start_new_session=True,
+    )
+    return ProcessTransport(process, max_line=max_line)

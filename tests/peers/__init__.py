@@ -1,0 +1,1 @@
+"""Independent MCP servers used as test peers for Deskhand's backend client."""
