@@ -75,7 +75,9 @@ def configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(file=out),
-        cache_logger_on_first_use=False,
+        # Loggers are cached on first use: an uncached proxy re-binds on every call, which
+        # costs more than the event itself. configure() runs before anything logs.
+        cache_logger_on_first_use=True,
     )
 
 

@@ -23,7 +23,7 @@ Theory of operation.
 
 from __future__ import annotations
 
-import math
+import collections
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -58,6 +58,7 @@ from deskhand_d.mcp.transport import Eof, ProcessTransport, open_process
 log = structlog.get_logger("deskhand.backend")
 
 PROTOCOL_VERSION: Final = "2025-06-18"
+IDLE_ARM_DELAY_S: Final = 0.02
 CLIENT_INFO: Final = {"name": "deskhand", "version": __version__}
 
 ApprovalCallback = Callable[[ap.Confirmation], Awaitable[Literal["accept", "decline"]]]
@@ -107,23 +108,44 @@ class _Died:
 _CallEvent = Response | ErrorResponse | ServerRequest | _Died
 
 
+class _Mailbox:
+    """Events routed to one call. Whoever reads the backend puts; the call pops."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: collections.deque[_CallEvent] = collections.deque()
+
+    def put(self, item: _CallEvent) -> None:
+        self._items.append(item)
+
+    def pop(self) -> _CallEvent | None:
+        return self._items.popleft() if self._items else None
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+
 @dataclass(slots=True)
 class _Call:
     rid: int
-    send: trio.MemorySendChannel[_CallEvent]
-    receive: trio.MemoryReceiveChannel[_CallEvent]
+    mailbox: _Mailbox = field(default_factory=_Mailbox)
     approvals: ap.CallApprovals = field(default_factory=ap.CallApprovals)
     decide_scope: trio.CancelScope | None = None
     result_during_approval: bool = False
 
 
-def _new_call(rid: int) -> _Call:
-    send, receive = trio.open_memory_channel[_CallEvent](math.inf)
-    return _Call(rid=rid, send=send, receive=receive)
-
-
 class _Process:
-    """One live backend process and the session on its pipes."""
+    """One live backend process and the session on its pipes.
+
+    Reading the backend's output is a role, not a task. While a call waits for its answer the
+    calling task reads the pipe itself (handing a message over from a reader task would cost a
+    full extra pass of the scheduler on every call). When no call is reading (between calls,
+    or while the person decides an approval) an idle watcher reads instead, so pings and
+    further approval requests are answered at once and a crash is noticed. ``read_lock``
+    makes the role exclusive; claiming it cancels the watcher's wait, which trio unregisters
+    synchronously.
+    """
 
     def __init__(self, transport: ProcessTransport) -> None:
         self.transport = transport
@@ -132,6 +154,19 @@ class _Process:
         self.current: _Call | None = None  # the call in flight, if any
         self.dead: _Died | None = None
         self.scope = trio.CancelScope()
+        self.read_lock = trio.Lock()
+        self.idle_ok = trio.Event()  # set while no call wants to be the reader
+        self.idle_ok.set()
+        self.idle_scope: trio.CancelScope | None = None
+
+    def claim_reader(self) -> None:
+        if self.idle_ok.is_set():
+            self.idle_ok = trio.Event()
+        if self.idle_scope is not None:
+            self.idle_scope.cancel()
+
+    def release_reader(self) -> None:
+        self.idle_ok.set()
 
     async def send(self, data: bytes) -> None:
         await self.transport.send(data)
@@ -172,6 +207,9 @@ class BackendConnection:
         return proc.info
 
     async def _ensure_started(self) -> _Process:
+        proc = self._proc
+        if proc is not None and proc.dead is None:
+            return proc  # the common case: no lock, no extra scheduling round
         async with self._start_lock:
             if self._proc is not None and self._proc.dead is None:
                 return self._proc
@@ -245,13 +283,14 @@ class BackendConnection:
         self, proc: _Process, method: str, params: dict[str, Any], *, phase: str
     ) -> Any:
         rid, data = proc.session.request(method, params)
-        call = _new_call(rid)
+        call = _Call(rid)
         proc.current = call
+        proc.claim_reader()
         try:
             await self._send_or_fail(proc, data)
             with trio.move_on_after(self.start_timeout_s) as scope:
                 while True:
-                    event = await call.receive.receive()
+                    event = await self._next_event(proc, call)
                     if isinstance(event, ServerRequest):
                         # Nothing to approve before any tool call: refuse without asking.
                         await self._answer(proc, event, ap.reply_for("cancel"))
@@ -263,6 +302,7 @@ class BackendConnection:
                 )
         finally:
             proc.current = None
+            proc.release_reader()
         if isinstance(event, _Died):
             raise BackendUnavailable(
                 f"the backend stopped during {method}: {event.detail}; "
@@ -288,39 +328,85 @@ class BackendConnection:
     ) -> None:
         with proc.scope:
             async with trio.open_nursery() as nursery:
-                await nursery.start(proc.transport.run_reader)
                 nursery.start_soon(proc.transport.run_stderr_drain)
                 task_status.started()
-                await self._dispatch(proc)
+                await self._watch_idle(proc)
                 nursery.cancel_scope.cancel()
 
-    async def _dispatch(self, proc: _Process) -> None:
-        async for item in proc.transport.lines:
-            if isinstance(item, Eof):
-                cause = "protocol_error" if "longer than" in item.reason else "crash"
-                self._mark_dead(proc, _Died(cause, item.reason))
+    async def _watch_idle(self, proc: _Process) -> None:
+        """Read the backend whenever no call is the reader (see :class:`_Process`)."""
+        while proc.dead is None:
+            await proc.idle_ok.wait()
+            # A short grace before arming: back-to-back calls then never wake us, and
+            # claiming the role costs them nothing (no cancellation, no fd re-registration).
+            await trio.sleep(IDLE_ARM_DELAY_S)
+            with trio.CancelScope() as scope:
+                proc.idle_scope = scope
+                # A call may hold the role now; checking here, with no checkpoint before the
+                # wait registers, leaves no gap for it to start reading meanwhile.
+                if proc.idle_ok.is_set():
+                    await trio.lowlevel.wait_readable(proc.transport.stdout_fd)
+                    async with proc.read_lock:
+                        if proc.idle_ok.is_set():
+                            await self._read_once(proc)
+            proc.idle_scope = None
+
+    async def _next_event(self, proc: _Process, call: _Call) -> _CallEvent:
+        """The call's next event, reading the backend in this task until one is routed."""
+        while True:
+            event = call.mailbox.pop()
+            if event is not None:
+                return event
+            if proc.dead is not None:
+                return proc.dead
+            lock = proc.read_lock
+            if lock.locked():  # the idle watcher is mid-read: let it finish routing
+                async with lock:
+                    pass
+                continue
+            lock.acquire_nowait()  # uncontended: no scheduling round of its own
+            try:
+                await self._read_once(proc)
+            finally:
+                lock.release()
+
+    async def _read_once(self, proc: _Process) -> None:
+        """Read one chunk and route every complete line in it."""
+        item = await proc.transport.read_chunk()  # cancellable: consumes nothing if cancelled
+        if isinstance(item, Eof):
+            cause = "protocol_error" if "longer than" in item.reason else "crash"
+            self._mark_dead(proc, _Died(cause, item.reason))
+            return
+        for line in item:
+            event = proc.session.receive(line)
+            if isinstance(event, ServerRequest):
+                with trio.CancelScope(shield=True):  # never abandon a reply half written
+                    await self._on_server_request(proc, event)
+            else:
+                self._route(proc, event)
+            if proc.dead is not None:
                 return
-            event = proc.session.receive(item)
-            if isinstance(event, Invalid):
-                log.warning("backend.protocol_error", reason=event.reason)
-                self._mark_dead(proc, _Died("protocol_error", event.reason))
-                return
-            if isinstance(event, Response | ErrorResponse):
-                call = proc.current
-                if call is not None and call.rid == event.id:
-                    if call.approvals.asking:
-                        call.result_during_approval = True
-                        if call.decide_scope is not None:
-                            call.decide_scope.cancel()
-                    call.send.send_nowait(event)
-                else:
-                    log.debug("backend.response_ignored", id=event.id)
-            elif isinstance(event, ServerRequest):
-                await self._on_server_request(proc, event)
-            elif isinstance(event, Notification):
-                log.debug("backend.notification", method=event.method)
-            elif isinstance(event, Stray):
-                log.debug("backend.stray_response", has_error=event.error is not None)
+
+    def _route(
+        self, proc: _Process, event: Response | ErrorResponse | Notification | Stray | Invalid
+    ) -> None:
+        if isinstance(event, Invalid):
+            log.warning("backend.protocol_error", reason=event.reason)
+            self._mark_dead(proc, _Died("protocol_error", event.reason))
+        elif isinstance(event, Response | ErrorResponse):
+            call = proc.current
+            if call is not None and call.rid == event.id:
+                if call.approvals.asking:
+                    call.result_during_approval = True
+                    if call.decide_scope is not None:
+                        call.decide_scope.cancel()
+                call.mailbox.put(event)
+            else:
+                log.debug("backend.response_ignored", id=event.id)
+        elif isinstance(event, Notification):
+            log.debug("backend.notification", method=event.method)
+        else:
+            log.debug("backend.stray_response", has_error=event.error is not None)
 
     async def _on_server_request(self, proc: _Process, req: ServerRequest) -> None:
         if req.method == "ping":
@@ -336,7 +422,7 @@ class BackendConnection:
                 log.info("backend.approval", answer=verdict, reason=call.approvals.reasons[-1])
                 await self._answer(proc, req, ap.reply_for(verdict))
                 return
-            call.send.send_nowait(req)  # the calling task asks the person
+            call.mailbox.put(req)  # the calling task asks the person
         else:
             log.info("backend.unknown_request", method=req.method[:100])
             try:
@@ -357,7 +443,7 @@ class BackendConnection:
             proc.dead = died
             log.warning("backend.died", cause=died.cause, detail=died.detail)
         if proc.current is not None:
-            proc.current.send.send_nowait(died)
+            proc.current.mailbox.put(died)
 
     async def _shutdown(self, proc: _Process) -> None:
         if proc.dead is None:
@@ -392,7 +478,11 @@ class BackendConnection:
         timeout_s: float | None = None,
     ) -> CallResult:
         """Run one tool call. See the module docstring for the guarantees."""
-        async with self._call_lock:
+        if self._call_lock.locked():
+            await self._call_lock.acquire()
+        else:
+            self._call_lock.acquire_nowait()  # calls are serial: nearly always free
+        try:
             proc = await self._ensure_started()
             assert proc.info is not None
             tool = proc.info.tool(name)
@@ -407,6 +497,8 @@ class BackendConnection:
             except ArgumentsRefused as exc:
                 raise BadRequest(str(exc), data={"tool": name}) from None
             return await self._call(proc, name, args, on_approval, timeout_s or self.call_timeout_s)
+        finally:
+            self._call_lock.release()
 
     async def _call(
         self,
@@ -417,16 +509,19 @@ class BackendConnection:
         budget: float,
     ) -> CallResult:
         rid, data = proc.session.request("tools/call", {"name": name, "arguments": args})
-        call = _new_call(rid)
+        call = _Call(rid)
         proc.current = call
+        proc.claim_reader()
         started = trio.current_time()
-        log.info("backend.call.started", tool=name, id=rid)
+        log.debug("backend.call.started", tool=name, id=rid)
         try:
             await self._send_or_fail(proc, data)
             while True:
                 waited_from = trio.current_time()
-                with trio.move_on_after(budget) as scope:
-                    event = await call.receive.receive()
+                # A bare CancelScope: move_on_after's context-manager wrapper costs a
+                # measurable share of a fast call.
+                with trio.CancelScope(deadline=waited_from + budget) as scope:
+                    event = await self._next_event(proc, call)
                 budget -= trio.current_time() - waited_from
                 if scope.cancelled_caught:
                     await self._abandon(proc, rid, "the call's deadline passed")
@@ -446,6 +541,7 @@ class BackendConnection:
             raise
         finally:
             proc.current = None
+            proc.release_reader()
         elapsed = trio.current_time() - started
         if isinstance(event, _Died):
             await self._shutdown(proc)
@@ -465,7 +561,9 @@ class BackendConnection:
         if output.is_error or output.kind is not Kind.OK:
             self.last_error_text = output.text[:2000]
         reason = call.approvals.reason
-        log.info(
+        # Debug only: the action layer writes the one canonical line per action (and the
+        # audit record); an info line here would cost a fifth of a fast call.
+        log.debug(
             "backend.call.complete",
             tool=name,
             kind=output.kind,
@@ -494,6 +592,7 @@ class BackendConnection:
             answer = call.approvals.settle("cancel", ap.Reason.HANDLER_UNAVAILABLE)
         else:
             call.decide_scope = trio.CancelScope()
+            proc.release_reader()  # the idle watcher answers pings meanwhile
             try:
                 with call.decide_scope:
                     decision = await on_approval(request)
@@ -516,6 +615,7 @@ class BackendConnection:
                     answer = call.approvals.settle("decline", ap.Reason.USER_DECLINED)
             finally:
                 call.decide_scope = None
+                proc.claim_reader()
         log.info("backend.approval", answer=answer, reason=call.approvals.reasons[-1])
         return answer
 

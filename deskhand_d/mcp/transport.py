@@ -1,16 +1,16 @@
 """The backend child process and its pipes: the only I/O of the MCP client.
 
-One reader task turns stdout into lines (via :class:`LineSplitter`), another drains stderr
-into debug logs only (a backend's stderr may contain anything, so it never reaches info
-logs or clients). Writes are serialised. :meth:`ProcessTransport.aclose` follows the MCP
-stdio shutdown order: close stdin, wait, SIGTERM, wait, SIGKILL, each step bounded and
-shielded so a stuck child cannot hold the daemon up.
+:meth:`ProcessTransport.read_chunk` turns stdout into lines (via :class:`LineSplitter`) for
+whichever task is the reader at the moment; a task drains stderr into debug logs only (a
+backend's stderr may contain anything, so it never reaches info logs or clients). Writes are
+serialised. :meth:`ProcessTransport.aclose` follows the MCP stdio shutdown order: close stdin,
+wait, SIGTERM, wait, SIGKILL, each step bounded and shielded so a stuck child cannot hold the
+daemon up.
 """
 
 from __future__ import annotations
 
 import collections
-import math
 import os
 import signal
 import subprocess
@@ -42,7 +42,7 @@ class ProcessTransport:
         self.process = process
         self._max_line = max_line
         self._write_lock = trio.Lock()
-        self._send_lines, self.lines = trio.open_memory_channel[bytes | Eof](math.inf)
+        self._splitter = LineSplitter(max_line)
         # The last stderr lines, kept for `doctor` (never logged above debug).
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
 
@@ -55,31 +55,46 @@ class ProcessTransport:
         stdin = self.process.stdin
         if stdin is None:
             raise trio.BrokenResourceError("the backend has no stdin")
-        async with self._write_lock:
-            try:
-                await stdin.send_all(data)
-            except trio.ClosedResourceError:
-                raise trio.BrokenResourceError("the backend's stdin is closed") from None
-
-    async def run_reader(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        stdout = self.process.stdout
-        splitter = LineSplitter(self._max_line)
-        task_status.started()
-        reason = "the backend closed its output"
         try:
-            while stdout is not None:
-                chunk = await stdout.receive_some(READ_CHUNK)
-                if not chunk:
-                    break
-                for line in splitter.feed(chunk):
-                    self._send_lines.send_nowait(line)
-        except FramingError as exc:
-            reason = str(exc)
+            if self._write_lock.locked():
+                async with self._write_lock:
+                    await stdin.send_all(data)
+            else:
+                # Uncontended (nearly always): take the lock without an extra checkpoint;
+                # send_all checkpoints anyway.
+                self._write_lock.acquire_nowait()
+                try:
+                    await stdin.send_all(data)
+                finally:
+                    self._write_lock.release()
+        except trio.ClosedResourceError:
+            raise trio.BrokenResourceError("the backend's stdin is closed") from None
+
+    @property
+    def stdout_fd(self) -> int:
+        stdout = self.process.stdout
+        assert isinstance(stdout, trio.lowlevel.FdStream)
+        return stdout.fileno()
+
+    async def read_chunk(self) -> list[bytes] | Eof:
+        """Read once from stdout: the complete lines that arrived (maybe none), or Eof.
+
+        Cancellation is safe: ``receive_some`` either returns data or consumes nothing, and the
+        partial line stays in the splitter for the next reader.
+        """
+        stdout = self.process.stdout
+        if stdout is None:
+            return Eof("the backend has no stdout")
+        try:
+            chunk = await stdout.receive_some(READ_CHUNK)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            reason = "the backend's output pipe broke"
-        self._send_lines.send_nowait(Eof(reason))
+            return Eof("the backend's output pipe broke")
+        if not chunk:
+            return Eof("the backend closed its output")
+        try:
+            return self._splitter.feed(chunk)
+        except FramingError as exc:
+            return Eof(str(exc))
 
     async def run_stderr_drain(self) -> None:
         stderr = self.process.stderr
