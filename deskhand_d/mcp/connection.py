@@ -588,7 +588,10 @@ class BackendConnection:
         """Ask the person (the deadline is paused: we are not waiting for the backend)."""
         request = ap.classify(req.params)
         assert isinstance(request, ap.Confirmation)
-        if on_approval is None:
+        if call.result_during_approval:
+            # The backend already answered the call (in the same read as this request).
+            answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
+        elif on_approval is None:
             answer = call.approvals.settle("cancel", ap.Reason.HANDLER_UNAVAILABLE)
         else:
             call.decide_scope = trio.CancelScope()
