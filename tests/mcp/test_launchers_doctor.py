@@ -37,7 +37,7 @@ def test_bad_command_env_is_a_config_error() -> None:
     """A command that is not a JSON array is refused, naming the variable."""
     with pytest.raises(config.ConfigError, match="DESKHAND_BACKEND_COMMAND"):
         _cfg(DESKHAND_BACKEND_COMMAND="python3 x.py")
-    with pytest.raises(config.ConfigError, match="backend.command"):
+    with pytest.raises(config.ConfigError, match=r"backend\.command"):
         _cfg(DESKHAND_BACKEND_COMMAND='"python3"')
     with pytest.raises(BackendUnavailable, match="no command"):
         launchers.resolve(_cfg(DESKHAND_BACKEND="command"), {})
@@ -45,7 +45,13 @@ def test_bad_command_env_is_a_config_error() -> None:
 
 def test_secrets_never_reach_the_backend() -> None:
     """TYPESAFE_API_KEY, configured secrets and service-manager variables are stripped."""
-    env = {"PATH": "/bin", "TYPESAFE_API_KEY": "sk-1", "MY_TOKEN": "t", "NOTIFY_SOCKET": "/n", "HOME": "/h"}
+    env = {
+        "PATH": "/bin",
+        "TYPESAFE_API_KEY": "sk-1",
+        "MY_TOKEN": "t",
+        "NOTIFY_SOCKET": "/n",
+        "HOME": "/h",
+    }
     spec = launchers.resolve(_cfg(DESKHAND_BACKEND="sim"), env, secrets=["MY_TOKEN"])
     assert spec.env == {"PATH": "/bin", "HOME": "/h"}
 
@@ -63,14 +69,24 @@ def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> N
     codex = _exe(tmp_path / "bin" / "codex")
     env = {"CODEX_HOME": str(home), "DESKHAND_CODEX": str(codex), "TYPESAFE_API_KEY": "k"}
     spec = launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
-    assert spec.argv == (str(codex), "sandbox", "-c", 'sandbox_mode="danger-full-access"', "--", str(client), "mcp")
+    assert spec.argv == (
+        str(codex),
+        "sandbox",
+        "-c",
+        'sandbox_mode="danger-full-access"',
+        "--",
+        str(client),
+        "mcp",
+    )
     assert spec.cwd == str(home / "computer-use")
     assert "TYPESAFE_API_KEY" not in spec.env and spec.env["CODEX_HOME"] == str(home)
 
 
 def test_auto_on_macos_falls_back_to_sim_when_sky_is_missing(tmp_path: Path) -> None:
     """auto on macOS without Sky uses the simulator and names what was missing."""
-    spec = launchers.resolve(_cfg(), {"CODEX_HOME": str(tmp_path), "HOME": str(tmp_path)}, platform="darwin")
+    spec = launchers.resolve(
+        _cfg(), {"CODEX_HOME": str(tmp_path), "HOME": str(tmp_path)}, platform="darwin"
+    )
     assert spec.kind == "sim" and "not found" in spec.notice
 
 
@@ -86,11 +102,22 @@ def test_schema_differences() -> None:
     """Sky's own surface has no differences; drift is reported per tool and argument."""
     tools = [{"name": n, "inputSchema": surface.input_schema(n)} for n in surface.TOOL_ORDER]
     assert doctor.schema_differences(tools) == []
-    tools[1]["inputSchema"] = {**surface.input_schema("get_app_state"), "properties": {"app": {"type": "string"}, "disableDiff": {"type": "boolean"}}}
-    tools[2]["inputSchema"] = {**surface.input_schema("click"), "properties": {**surface.input_schema("click")["properties"], "element_index": {"type": "integer"}}}
+    tools[1]["inputSchema"] = {
+        **surface.input_schema("get_app_state"),
+        "properties": {"app": {"type": "string"}, "disableDiff": {"type": "boolean"}},
+    }
+    tools[2]["inputSchema"] = {
+        **surface.input_schema("click"),
+        "properties": {
+            **surface.input_schema("click")["properties"],
+            "element_index": {"type": "integer"},
+        },
+    }
     del tools[5]
     tools.append({"name": "screenshot", "inputSchema": {}})
-    problems = {(d.tool, d.problem.split(":")[0].split(" is ")[0]) for d in doctor.schema_differences(tools)}
+    problems = {
+        (d.tool, d.problem.split(":")[0].split(" is ")[0]) for d in doctor.schema_differences(tools)
+    }
     assert ("get_app_state", "argument disableDiff") in problems
     assert ("click", "argument element_index") in problems
     assert ("select_text", "missing") in problems
@@ -100,9 +127,18 @@ def test_schema_differences() -> None:
 @pytest.mark.parametrize(
     ("text", "code"),
     [
-        ("Computer Use server error -10000: Sender process is not authenticated", "not_authenticated"),
-        ("kernel: Launch Constraint Violation (code 4) for SkyComputerUseClient", "launch_constraint"),
-        ("Computer Use permissions are still pending. The user has not finished granting", "permissions_pending"),
+        (
+            "Computer Use server error -10000: Sender process is not authenticated",
+            "not_authenticated",
+        ),
+        (
+            "kernel: Launch Constraint Violation (code 4) for SkyComputerUseClient",
+            "launch_constraint",
+        ),
+        (
+            "Computer Use permissions are still pending. The user has not finished granting",
+            "permissions_pending",
+        ),
     ],
 )
 def test_known_failures_have_one_remedy_each(text: str, code: str) -> None:

@@ -14,7 +14,10 @@ from deskhand_d.mcp.connection import LaunchSpec, open_backend
 
 PEER = Path(__file__).resolve().parents[1] / "peers" / "scripted_server.py"
 SPEC = LaunchSpec(kind="command", argv=(sys.executable, str(PEER)), env={"PATH": "/usr/bin:/bin"})
-CONFIRM = {"message": "Allow ChatGPT to use Calculator?", "requestedSchema": {"type": "object", "properties": {}}}
+CONFIRM = {
+    "message": "Allow ChatGPT to use Calculator?",
+    "requestedSchema": {"type": "object", "properties": {}},
+}
 
 
 def _elicit(rid: object) -> dict[str, object]:
@@ -72,6 +75,13 @@ async def test_ids_echo_with_original_types() -> None:
     async def yes(req: ap.Confirmation) -> Literal["accept", "decline"]:
         return "accept"
 
-    res, _ = await _probe([{"id": "7A1C-UUID", "method": "ping"}, {"id": 0, "method": "ping"}, {"id": 2**40, "method": "ping"}], yes)
+    res, _ = await _probe(
+        [
+            {"id": "7A1C-UUID", "method": "ping"},
+            {"id": 0, "method": "ping"},
+            {"id": 2**40, "method": "ping"},
+        ],
+        yes,
+    )
     ids = [r["id"] for r in json.loads(res.output.text)]
     assert sorted(map(json.dumps, ids)) == sorted(map(json.dumps, ["7A1C-UUID", 0, 2**40]))
