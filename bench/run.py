@@ -39,6 +39,9 @@ from typing import Any
 import trio
 from trio_websocket import wrap_client_stream
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from backend_call import measure_tools_call
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
 PYTHON = sys.executable
@@ -276,6 +279,7 @@ def run() -> dict[str, Any]:
             )
             results["ping"] = step("ping round trips", lambda: measure_ping(daemon_sock, echo_sock))
             results["rss"]["daemon_after_pings_mb"] = round(rss_mb(daemon.pid), 1)
+            results["tools_call"] = step("tools/call round trips", measure_tools_call)
             cli = find_cli()
             if cli is None:
                 results["cli"] = {"error": "deskhandctl is not installed in this environment"}
@@ -376,6 +380,14 @@ def table(results: dict[str, Any]) -> str:
         f"{rss['daemon_idle_mb']:.1f} MB | <= {TARGET_RSS_MB:.0f} MB | "
         f"{verdict(rss['daemon_idle_mb'], TARGET_RSS_MB)} |",
     ]
+    tc = results.get("tools_call")
+    if tc:
+        for q in ("p50", "p99"):
+            rows.append(
+                f"| tools/call round trip {q} | {tc['client'][f'{q}_ms']:.3f} ms | "
+                f"{tc['raw'][f'{q}_ms']:.3f} ms (raw JSON lines) | {tc[f'{q}_ratio']:.2f}x | "
+                f"<= {tc['target_ratio']}x | {verdict(tc[f'{q}_ratio'], tc['target_ratio'])} |"
+            )
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
     else:

@@ -42,6 +42,7 @@ from deskhand_d.errors import (
 )
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
+from deskhand_d.mcp.fastlock import FastLock
 from deskhand_d.mcp.results import Kind, ToolOutput, classify
 from deskhand_d.mcp.session import (
     METHOD_NOT_FOUND,
@@ -154,7 +155,7 @@ class _Process:
         self.current: _Call | None = None  # the call in flight, if any
         self.dead: _Died | None = None
         self.scope = trio.CancelScope()
-        self.read_lock = trio.Lock()
+        self.read_lock = FastLock()
         self.idle_ok = trio.Event()  # set while no call wants to be the reader
         self.idle_ok.set()
         self.idle_scope: trio.CancelScope | None = None
@@ -190,7 +191,7 @@ class BackendConnection:
         self.start_timeout_s = start_timeout_s
         self._proc: _Process | None = None
         self._start_lock = trio.Lock()
-        self._call_lock = trio.Lock()
+        self._call_lock = FastLock()
         self.processes_started = 0
         # Diagnostics for `doctor`: what the last process said on stderr and how it ended, and
         # the text of the last error result. Kept in memory only, never logged above debug.
@@ -346,7 +347,7 @@ class BackendConnection:
                 # wait registers, leaves no gap for it to start reading meanwhile.
                 if proc.idle_ok.is_set():
                     await trio.lowlevel.wait_readable(proc.transport.stdout_fd)
-                    async with proc.read_lock:
+                    async with proc.read_lock.hold():
                         if proc.idle_ok.is_set():
                             await self._read_once(proc)
             proc.idle_scope = None
@@ -360,11 +361,10 @@ class BackendConnection:
             if proc.dead is not None:
                 return proc.dead
             lock = proc.read_lock
-            if lock.locked():  # the idle watcher is mid-read: let it finish routing
-                async with lock:
-                    pass
+            if not lock.try_acquire():  # the idle watcher is mid-read: let it finish routing
+                await lock.acquire()
+                lock.release()
                 continue
-            lock.acquire_nowait()  # uncontended: no scheduling round of its own
             try:
                 await self._read_once(proc)
             finally:
@@ -478,10 +478,8 @@ class BackendConnection:
         timeout_s: float | None = None,
     ) -> CallResult:
         """Run one tool call. See the module docstring for the guarantees."""
-        if self._call_lock.locked():
+        if not self._call_lock.try_acquire():  # calls are serial: nearly always free
             await self._call_lock.acquire()
-        else:
-            self._call_lock.acquire_nowait()  # calls are serial: nearly always free
         try:
             proc = await self._ensure_started()
             assert proc.info is not None

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import structlog
 import trio
 
+from deskhand_d.mcp.fastlock import FastLock
 from deskhand_d.mcp.framing import DEFAULT_MAX_LINE, FramingError, LineSplitter
 
 log = structlog.get_logger("deskhand.backend")
@@ -41,7 +42,7 @@ class ProcessTransport:
     def __init__(self, process: trio.Process, *, max_line: int = DEFAULT_MAX_LINE) -> None:
         self.process = process
         self._max_line = max_line
-        self._write_lock = trio.Lock()
+        self._write_lock = FastLock()
         self._splitter = LineSplitter(max_line)
         # The last stderr lines, kept for `doctor` (never logged above debug).
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
@@ -55,20 +56,14 @@ class ProcessTransport:
         stdin = self.process.stdin
         if stdin is None:
             raise trio.BrokenResourceError("the backend has no stdin")
+        if not self._write_lock.try_acquire():
+            await self._write_lock.acquire()
         try:
-            if self._write_lock.locked():
-                async with self._write_lock:
-                    await stdin.send_all(data)
-            else:
-                # Uncontended (nearly always): take the lock without an extra checkpoint;
-                # send_all checkpoints anyway.
-                self._write_lock.acquire_nowait()
-                try:
-                    await stdin.send_all(data)
-                finally:
-                    self._write_lock.release()
+            await stdin.send_all(data)
         except trio.ClosedResourceError:
             raise trio.BrokenResourceError("the backend's stdin is closed") from None
+        finally:
+            self._write_lock.release()
 
     @property
     def stdout_fd(self) -> int:
