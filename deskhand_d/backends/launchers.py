@@ -89,18 +89,15 @@ def child_env(env: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
 
 
 def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
-    client = (
-        Path(cfg.sky_client or env.get("DESKHAND_SKY_CLIENT", ""))
-        if (cfg.sky_client or env.get("DESKHAND_SKY_CLIENT"))
-        else find_first(sky_client_candidates(env))
-    )
+    explicit = env.get("DESKHAND_SKY_CLIENT") or cfg.sky_client  # environment wins
+    client = Path(explicit) if explicit else find_first(sky_client_candidates(env))
     if client is None or not _is_executable(client):
         raise BackendUnavailable(
             "Sky (SkyComputerUseClient) was not found; install the Codex Computer Use plugin, "
             "or point DESKHAND_SKY_CLIENT / backend.sky_client at it",
             data={"backend": "sky"},
         )
-    override = cfg.codex or env.get("DESKHAND_CODEX", "")
+    override = env.get("DESKHAND_CODEX") or cfg.codex
     codex = Path(override) if override else find_first(codex_candidates())
     if codex is None or not _is_executable(codex):
         raise BackendUnavailable(
