@@ -85,3 +85,26 @@ async def test_ids_echo_with_original_types() -> None:
     )
     ids = [r["id"] for r in json.loads(res.output.text)]
     assert sorted(map(json.dumps, ids)) == sorted(map(json.dumps, ["7A1C-UUID", 0, 2**40]))
+
+
+async def test_start_timeouts_name_their_phase() -> None:
+    """A backend that never answers initialize gives backend_timeout with phase initialize."""
+    from deskhand_d.errors import BackendTimeout, BackendUnavailable
+
+    silent = LaunchSpec(kind="command", argv=(sys.executable, "-c", "import time; time.sleep(60)"), env={})
+    async with open_backend(silent, start_timeout_s=0.5) as conn:
+        try:
+            await conn.handshake()
+        except BackendTimeout as exc:
+            assert exc.data == {"phase": "initialize"}
+        else:
+            raise AssertionError("no timeout")
+        assert conn.running_pid is None
+    missing = LaunchSpec(kind="command", argv=("/nonexistent/backend",), env={})
+    async with open_backend(missing) as conn:
+        try:
+            await conn.handshake()
+        except BackendUnavailable as exc:
+            assert "cannot start" in exc.message
+        else:
+            raise AssertionError("started a missing binary")
