@@ -15,8 +15,9 @@ from __future__ import annotations
 import base64
 import enum
 import re
-from dataclasses import dataclass
 from typing import Any, Final
+
+import msgspec
 
 STOP_NOTICE: Final = (
     "This application session has been explicitly stopped by the user for this turn. "
@@ -50,14 +51,12 @@ class Kind(enum.StrEnum):
     PARTIAL_UPDATE = "partial_update"
 
 
-@dataclass(frozen=True, slots=True)
-class Image:
+class Image(msgspec.Struct, frozen=True):
     mime_type: str
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOutput:
+class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     """A decoded result: its kind, joined text, images, and whether Sky flagged an error."""
 
     kind: Kind
@@ -101,30 +100,33 @@ def decode(result: Any) -> tuple[str, tuple[Image, ...], bool]:
     return "\n".join(texts), tuple(images), result.get("isError") is True
 
 
+HEADER_LINES = 8
 _ELEMENT_LINE = re.compile(r"^\t*\d+ ")
 
 
 def _has_diff_header(text: str) -> bool:
     """Diff markers count only in the header, before the first element line of a tree."""
-    for line in text.splitlines():
+    # The header is a handful of lines (banner, <app_state>, App=, Window:, diff headers);
+    # never scan a whole tree of thousands of lines for it.
+    for line in text.split("\n", HEADER_LINES)[:HEADER_LINES]:
         if _ELEMENT_LINE.match(line):
             return False
-        if line.lstrip("+~ ").startswith(DIFF_MARKERS) or line.startswith(DIFF_MARKERS):
+        if line.lstrip("+~ ").startswith(DIFF_MARKERS):
             return True
     return False
 
 
 def classify(result: Any) -> ToolOutput:
     text, images, is_error = decode(result)
-    stripped = text.strip()
     kind = Kind.OK
-    if is_stop_notice(stripped):
+    head = text[:400].lstrip()  # every marker below is at the start of a standalone reply
+    if head.startswith(("This application session", ERROR_PREFIX)) and is_stop_notice(text):
         kind = Kind.SESSION_STOPPED
-    elif stripped.startswith(APPROVAL_DENIED_PREFIX):
+    elif head.startswith(APPROVAL_DENIED_PREFIX):
         kind = Kind.APPROVAL_DECLINED
-    elif stripped.startswith(APPROVAL_CANCELED_PREFIX):
+    elif head.startswith(APPROVAL_CANCELED_PREFIX):
         kind = Kind.APPROVAL_CANCELLED
-    elif NOT_AUTHENTICATED in stripped and "-10000" in stripped and len(stripped) < 200:
+    elif len(head) < 200 and NOT_AUTHENTICATED in head and "-10000" in head:
         kind = Kind.NOT_AUTHENTICATED
     elif is_error:
         kind = Kind.TOOL_ERROR

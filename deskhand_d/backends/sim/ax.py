@@ -30,7 +30,7 @@ class Paint:
     text: str = ""
     ink: str = "text"
     scale: int = 2
-    align: str = "center"  # "center", "right", "left", "top-right"
+    align: str = "center"  # "center", "right", "left", "left-top", "top-right"
 
 
 @dataclass(eq=False, slots=True)
@@ -95,10 +95,6 @@ def localize_role(role: str, locale: str) -> str:
     return role
 
 
-def _fmt_value(value: str) -> str:
-    return value
-
-
 def element_line(index: int, node: Element, locale: str) -> str:
     """One element line without its indentation: ``index role (flags) label, Key: value…``."""
     head = [str(index)]
@@ -120,7 +116,7 @@ def element_line(index: int, node: Element, locale: str) -> str:
         ("Placeholder", node.placeholder),
     ):
         if val is not None:
-            attrs.append(f"{key}: {_fmt_value(val)}")
+            attrs.append(f"{key}: {val}")
     if node.actions:
         attrs.append(f"Secondary Actions: {', '.join(node.actions)}")
     line = " ".join(head)
@@ -140,6 +136,8 @@ class Window:
     menu_bar: Element
     focus_key: str | None = None
     selected_text: str | None = None
+    #: Paint that belongs to no element (text glyphs, a caret); drawn after the tree.
+    overlays: tuple[tuple[Rect, Paint], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

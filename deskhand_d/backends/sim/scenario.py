@@ -81,6 +81,10 @@ class CalendarEvent(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     calendar: str = "Home"
 
 
+# Typical latencies measured on real Sky (spec §10): used only with realistic_latency.
+_REALISTIC_MS = {"list_apps": 100, "get_app_state": 400, "press_key": 600, "type_text": 600}
+
+
 class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The whole knob set; see docs/simulator.md for what each one does."""
 
@@ -92,7 +96,8 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     now: str | None = None
     preapproved: list[str] = msgspec.field(default_factory=list)
     elicitation: Literal["confirm", "form", "url"] = "confirm"
-    elicitation_delay_ms: int = 0
+    elicitation_delay_ms: int | None = None
+    realistic_latency: bool = False
     double_approval: bool = False
     delay_ms: dict[str, int] = msgspec.field(default_factory=dict)
     unauthenticated: bool = False
@@ -116,8 +121,16 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     holidays: bool = True
 
     def delay_for(self, tool: str) -> float:
-        """Seconds to wait before handling ``tool`` (``"*"`` is the fallback)."""
-        return self.delay_ms.get(tool, self.delay_ms.get("*", 0)) / 1000.0
+        """Seconds to wait before handling ``tool``: ``delay_ms[tool]``, else ``delay_ms["*"]``,
+        else the realistic figure when ``realistic_latency`` is on, else nothing."""
+        fallback = _REALISTIC_MS.get(tool, 300) if self.realistic_latency else 0
+        return self.delay_ms.get(tool, self.delay_ms.get("*", fallback)) / 1000.0
+
+    def elicitation_delay(self) -> float:
+        """Seconds between a call needing approval and the prompt going out."""
+        if self.elicitation_delay_ms is not None:
+            return self.elicitation_delay_ms / 1000.0
+        return 0.985 if self.realistic_latency else 0.0
 
 
 class ScenarioError(Exception):

@@ -1,0 +1,3 @@
+"""The simulated applications: Calculator, Calendar and TextEdit."""
+
+from __future__ import annotations
