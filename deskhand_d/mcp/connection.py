@@ -6,9 +6,9 @@ Theory of operation.
   ``initialize`` (protocol 2025-06-18, ``elicitation`` declared) and ``notifications/initialized``
   are exchanged and ``tools/list`` is cached for the life of that process. Each phase has its
   own deadline and a timeout names the phase.
-* **One dispatcher task** per process reads lines and routes them: responses to the waiting
-  call, ``elicitation/create`` to the call in flight, ``ping`` answered with ``{}``, any other
-  server request refused with -32601 (never silence).
+* **Reading and routing** are :mod:`deskhand_d.mcp.process`'s: the waiting call reads the
+  pipe itself, an idle watcher reads otherwise; ``ping`` is answered ``{}``, approval requests
+  go to the call in flight, any other server request gets -32601 (never silence).
 * **Calls.** One at a time (a lock). Arguments are fitted to the advertised schema before
   anything is sent. The call's deadline runs only while we wait for the backend; it is paused
   while the person decides an approval, and the caller's cancellation stays live throughout.
@@ -23,13 +23,10 @@ Theory of operation.
 
 from __future__ import annotations
 
-import collections
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-import msgspec
 import structlog
 import trio
 
@@ -44,139 +41,20 @@ from deskhand_d.errors import (
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
 from deskhand_d.mcp.fastlock import FastLock
-from deskhand_d.mcp.results import Kind, ToolOutput, classify
-from deskhand_d.mcp.session import (
-    METHOD_NOT_FOUND,
-    ErrorResponse,
-    Invalid,
-    McpSession,
-    Notification,
-    Response,
-    ServerRequest,
-    Stray,
-)
-from deskhand_d.mcp.transport import Eof, ProcessTransport, open_process
+from deskhand_d.mcp.info import CallResult, LaunchSpec, ServerInfo
+from deskhand_d.mcp.process import Died, PendingCall, Process
+from deskhand_d.mcp.results import Kind, classify
+from deskhand_d.mcp.session import ErrorResponse, Response, ServerRequest
+from deskhand_d.mcp.transport import open_process
+
+__all__ = ["ApprovalCallback", "BackendConnection", "CallResult", "LaunchSpec", "ServerInfo"]
 
 log = structlog.get_logger("deskhand.backend")
 
 PROTOCOL_VERSION: Final = "2025-06-18"
-IDLE_ARM_DELAY_S: Final = 0.02
 CLIENT_INFO: Final = {"name": "deskhand", "version": __version__}
 
 ApprovalCallback = Callable[[ap.Confirmation], Awaitable[Literal["accept", "decline"]]]
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchSpec:
-    """How to start a backend process."""
-
-    kind: str  # sky | sim | command | atspi
-    argv: tuple[str, ...]
-    env: dict[str, str]
-    cwd: str | None = None
-    notice: str = ""  # shown once when the backend starts (e.g. why auto picked sim)
-
-
-@dataclass(frozen=True, slots=True)
-class ServerInfo:
-    protocol_version: str
-    name: str
-    version: str
-    capabilities: dict[str, Any]
-    tools: tuple[dict[str, Any], ...]
-    pid: int
-
-    def tool(self, name: str) -> dict[str, Any] | None:
-        for t in self.tools:
-            if t.get("name") == name:
-                return t
-        return None
-
-
-class CallResult(msgspec.Struct, frozen=True, kw_only=True):
-    """A finished ``tools/call``: what came back and how its approvals were decided.
-
-    A msgspec Struct rather than a frozen dataclass: built on every call, and much cheaper.
-    """
-
-    output: ToolOutput
-    approval_reason: str | None
-    approvals_asked: int
-    usable: bool  # False if the result came while an approval was still pending
-    elapsed_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Died:
-    cause: str  # crash | pipe_error | protocol_error
-    detail: str
-
-
-_CallEvent = Response | ErrorResponse | ServerRequest | _Died
-
-
-class _Mailbox:
-    """Events routed to one call. Whoever reads the backend puts; the call pops."""
-
-    __slots__ = ("_items",)
-
-    def __init__(self) -> None:
-        self._items: collections.deque[_CallEvent] = collections.deque()
-
-    def put(self, item: _CallEvent) -> None:
-        self._items.append(item)
-
-    def pop(self) -> _CallEvent | None:
-        return self._items.popleft() if self._items else None
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-
-@dataclass(slots=True)
-class _Call:
-    rid: int
-    mailbox: _Mailbox = field(default_factory=_Mailbox)
-    approvals: ap.CallApprovals = field(default_factory=ap.CallApprovals)
-    decide_scope: trio.CancelScope | None = None
-    result_during_approval: bool = False
-
-
-class _Process:
-    """One live backend process and the session on its pipes.
-
-    Reading the backend's output is a role, not a task. While a call waits for its answer the
-    calling task reads the pipe itself (handing a message over from a reader task would cost a
-    full extra pass of the scheduler on every call). When no call is reading (between calls,
-    or while the person decides an approval) an idle watcher reads instead, so pings and
-    further approval requests are answered at once and a crash is noticed. ``read_lock``
-    makes the role exclusive; claiming it cancels the watcher's wait, which trio unregisters
-    synchronously.
-    """
-
-    def __init__(self, transport: ProcessTransport) -> None:
-        self.transport = transport
-        self.session = McpSession()
-        self.info: ServerInfo | None = None
-        self.current: _Call | None = None  # the call in flight, if any
-        self.dead: _Died | None = None
-        self.scope = trio.CancelScope()
-        self.read_lock = FastLock()
-        self.idle_ok = trio.Event()  # set while no call wants to be the reader
-        self.idle_ok.set()
-        self.idle_scope: trio.CancelScope | None = None
-
-    def claim_reader(self) -> None:
-        if self.idle_ok.is_set():
-            self.idle_ok = trio.Event()
-        if self.idle_scope is not None:
-            self.idle_scope.cancel()
-
-    def release_reader(self) -> None:
-        self.idle_ok.set()
-
-    async def send(self, data: bytes) -> None:
-        await self.transport.send(data)
 
 
 class BackendConnection:
@@ -195,7 +73,7 @@ class BackendConnection:
         self.launch: LaunchSpec | None = launch if isinstance(launch, LaunchSpec) else None
         self.call_timeout_s = call_timeout_s
         self.start_timeout_s = start_timeout_s
-        self._proc: _Process | None = None
+        self._proc: Process | None = None
         self._start_lock = trio.Lock()
         self._call_lock = FastLock()
         self.processes_started = 0
@@ -213,7 +91,7 @@ class BackendConnection:
         assert proc.info is not None
         return proc.info
 
-    async def _ensure_started(self) -> _Process:
+    async def _ensure_started(self) -> Process:
         proc = self._proc
         if proc is not None and proc.dead is None:
             return proc  # the common case: no lock, no extra scheduling round
@@ -233,7 +111,7 @@ class BackendConnection:
             self.launch = self._launch()
         return self.launch
 
-    async def _start(self) -> _Process:
+    async def _start(self) -> Process:
         spec = self.resolve_launch()
         try:
             with trio.fail_after(self.start_timeout_s):
@@ -249,7 +127,7 @@ class BackendConnection:
                 data={"backend": spec.kind},
             ) from None
         self.processes_started += 1
-        proc = _Process(transport)
+        proc = Process(transport)
         if spec.notice:
             log.info("backend.notice", backend=spec.kind, notice=spec.notice)
         log.info("backend.started", backend=spec.kind, pid=transport.pid)
@@ -261,7 +139,7 @@ class BackendConnection:
             raise
         return proc
 
-    async def _initialize(self, proc: _Process) -> ServerInfo:
+    async def _initialize(self, proc: Process) -> ServerInfo:
         init = await self._request(
             proc,
             "initialize",
@@ -272,7 +150,7 @@ class BackendConnection:
             },
             phase="initialize",
         )
-        await self._send_or_fail(proc, proc.session.notification("notifications/initialized"))
+        await proc.send_or_fail(proc.session.notification("notifications/initialized"))
         listed = await self._request(proc, "tools/list", {}, phase="tools_list")
         tools = listed.get("tools") if isinstance(listed, dict) else None
         server = init.get("serverInfo") if isinstance(init, dict) else None
@@ -287,20 +165,20 @@ class BackendConnection:
         )
 
     async def _request(
-        self, proc: _Process, method: str, params: dict[str, Any], *, phase: str
+        self, proc: Process, method: str, params: dict[str, Any], *, phase: str
     ) -> Any:
         rid, data = proc.session.request(method, params)
-        call = _Call(rid)
+        call = PendingCall(rid)
         proc.current = call
         proc.claim_reader()
         try:
-            await self._send_or_fail(proc, data)
+            await proc.send_or_fail(data)
             with trio.move_on_after(self.start_timeout_s) as scope:
                 while True:
-                    event = await self._next_event(proc, call)
+                    event = await proc.next_event(call)
                     if isinstance(event, ServerRequest):
                         # Nothing to approve before any tool call: refuse without asking.
-                        await self._answer(proc, event, ap.reply_for("cancel"))
+                        await proc.answer(event, ap.reply_for("cancel"))
                         continue
                     break
             if scope.cancelled_caught:
@@ -310,7 +188,7 @@ class BackendConnection:
         finally:
             proc.current = None
             proc.release_reader()
-        if isinstance(event, _Died):
+        if isinstance(event, Died):
             raise BackendUnavailable(
                 f"the backend stopped during {method}: {event.detail}; "
                 "run `deskhandctl doctor` to check it",
@@ -324,136 +202,19 @@ class BackendConnection:
         assert isinstance(event, Response)
         return event.result
 
-    async def _send_or_fail(self, proc: _Process, data: bytes) -> None:
-        try:
-            await proc.send(data)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
-
     async def _run_process(
-        self, proc: _Process, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self, proc: Process, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         with proc.scope:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(proc.transport.run_stderr_drain)
                 task_status.started()
-                await self._watch_idle(proc)
+                await proc.watch_idle()
                 nursery.cancel_scope.cancel()
 
-    async def _watch_idle(self, proc: _Process) -> None:
-        """Read the backend whenever no call is the reader (see :class:`_Process`)."""
-        while proc.dead is None:
-            await proc.idle_ok.wait()
-            # A short grace before arming: back-to-back calls then never wake us, and
-            # claiming the role costs them nothing (no cancellation, no fd re-registration).
-            await trio.sleep(IDLE_ARM_DELAY_S)
-            with trio.CancelScope() as scope:
-                proc.idle_scope = scope
-                # A call may hold the role now; checking here, with no checkpoint before the
-                # wait registers, leaves no gap for it to start reading meanwhile.
-                if proc.idle_ok.is_set():
-                    await trio.lowlevel.wait_readable(proc.transport.stdout_fd)
-                    async with proc.read_lock.hold():
-                        if proc.idle_ok.is_set():
-                            await self._read_once(proc)
-            proc.idle_scope = None
-
-    async def _next_event(self, proc: _Process, call: _Call) -> _CallEvent:
-        """The call's next event, reading the backend in this task until one is routed."""
-        while True:
-            event = call.mailbox.pop()
-            if event is not None:
-                return event
-            if proc.dead is not None:
-                return proc.dead
-            lock = proc.read_lock
-            if not lock.try_acquire():  # the idle watcher is mid-read: let it finish routing
-                await lock.acquire()
-                lock.release()
-                continue
-            try:
-                await self._read_once(proc)
-            finally:
-                lock.release()
-
-    async def _read_once(self, proc: _Process) -> None:
-        """Read one chunk and route every complete line in it."""
-        item = await proc.transport.read_chunk()  # cancellable: consumes nothing if cancelled
-        if isinstance(item, Eof):
-            cause = "protocol_error" if "longer than" in item.reason else "crash"
-            self._mark_dead(proc, _Died(cause, item.reason))
-            return
-        for line in item:
-            event = proc.session.receive(line)
-            if isinstance(event, ServerRequest):
-                with trio.CancelScope(shield=True):  # never abandon a reply half written
-                    await self._on_server_request(proc, event)
-            else:
-                self._route(proc, event)
-            if proc.dead is not None:
-                return
-
-    def _route(
-        self, proc: _Process, event: Response | ErrorResponse | Notification | Stray | Invalid
-    ) -> None:
-        if isinstance(event, Invalid):
-            log.warning("backend.protocol_error", reason=event.reason)
-            self._mark_dead(proc, _Died("protocol_error", event.reason))
-        elif isinstance(event, Response | ErrorResponse):
-            call = proc.current
-            if call is not None and call.rid == event.id:
-                if call.approvals.asking:
-                    call.result_during_approval = True
-                    if call.decide_scope is not None:
-                        call.decide_scope.cancel()
-                call.mailbox.put(event)
-            else:
-                log.debug("backend.response_ignored", id=event.id)
-        elif isinstance(event, Notification):
-            log.debug("backend.notification", method=event.method)
-        else:
-            log.debug("backend.stray_response", has_error=event.error is not None)
-
-    async def _on_server_request(self, proc: _Process, req: ServerRequest) -> None:
-        if req.method == "ping":
-            await self._answer(proc, req, {})
-        elif req.method == "elicitation/create":
-            call = proc.current
-            if call is None:
-                log.info("backend.approval", reason=ap.Reason.HANDLER_UNAVAILABLE, call=False)
-                await self._answer(proc, req, ap.reply_for("cancel"))
-                return
-            verdict = call.approvals.prefilter(ap.classify(req.params))
-            if verdict is not None:
-                log.info("backend.approval", answer=verdict, reason=call.approvals.reasons[-1])
-                await self._answer(proc, req, ap.reply_for(verdict))
-                return
-            call.mailbox.put(req)  # the calling task asks the person
-        else:
-            log.info("backend.unknown_request", method=req.method[:100])
-            try:
-                await proc.send(
-                    proc.session.error(req.id, METHOD_NOT_FOUND, f"Method not found: {req.method}")
-                )
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
-
-    async def _answer(self, proc: _Process, req: ServerRequest, result: dict[str, Any]) -> None:
-        try:
-            await proc.send(proc.session.result(req.id, result))
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            self._mark_dead(proc, _Died("pipe_error", "writing to the backend failed"))
-
-    def _mark_dead(self, proc: _Process, died: _Died) -> None:
+    async def _shutdown(self, proc: Process) -> None:
         if proc.dead is None:
-            proc.dead = died
-            log.warning("backend.died", cause=died.cause, detail=died.detail)
-        if proc.current is not None:
-            proc.current.mailbox.put(died)
-
-    async def _shutdown(self, proc: _Process) -> None:
-        if proc.dead is None:
-            proc.dead = _Died("closed", "closed by Deskhand")
+            proc.dead = Died("closed", "closed by Deskhand")
         await proc.transport.aclose()
         self.last_stderr = list(proc.transport.stderr_tail)
         self.last_returncode = proc.transport.process.returncode
@@ -506,25 +267,25 @@ class BackendConnection:
 
     async def _call(
         self,
-        proc: _Process,
+        proc: Process,
         name: str,
         args: dict[str, Any],
         on_approval: ApprovalCallback | None,
         budget: float,
     ) -> CallResult:
         rid, data = proc.session.request("tools/call", {"name": name, "arguments": args})
-        call = _Call(rid)
+        call = PendingCall(rid)
         proc.current = call
         proc.claim_reader()
         started = trio.current_time()
         try:
-            await self._send_or_fail(proc, data)
+            await proc.send_or_fail(data)
             while True:
                 waited_from = trio.current_time()
                 # A bare CancelScope: move_on_after's context-manager wrapper costs a
                 # measurable share of a fast call.
                 with trio.CancelScope(deadline=waited_from + budget) as scope:
-                    event = await self._next_event(proc, call)
+                    event = await proc.next_event(call)
                 budget -= trio.current_time() - waited_from
                 if scope.cancelled_caught:
                     await self._abandon(proc, rid, "the call's deadline passed")
@@ -535,7 +296,7 @@ class BackendConnection:
                     )
                 if isinstance(event, ServerRequest):
                     answer = await self._decide(proc, call, event, on_approval)
-                    await self._answer(proc, event, ap.reply_for(answer))
+                    await proc.answer(event, ap.reply_for(answer))
                     continue
                 break
         except trio.Cancelled:
@@ -546,7 +307,7 @@ class BackendConnection:
             proc.current = None
             proc.release_reader()
         elapsed = trio.current_time() - started
-        if isinstance(event, _Died):
+        if isinstance(event, Died):
             await self._shutdown(proc)
             log.warning("backend.call.unknown", tool=name, cause=event.cause)
             raise OutcomeUnknown(
@@ -576,8 +337,8 @@ class BackendConnection:
 
     async def _decide(
         self,
-        proc: _Process,
-        call: _Call,
+        proc: Process,
+        call: PendingCall,
         req: ServerRequest,
         on_approval: ApprovalCallback | None,
     ) -> ap.Answer:
@@ -599,7 +360,7 @@ class BackendConnection:
                 # The caller gave up while the person was deciding: never accept for them.
                 call.approvals.settle("cancel", ap.Reason.CALLER_CANCELLED)
                 with trio.CancelScope(shield=True):
-                    await self._answer(proc, req, ap.reply_for("cancel"))
+                    await proc.answer(req, ap.reply_for("cancel"))
                 raise
             except Exception:
                 log.exception("backend.approval_handler_failed")
@@ -618,7 +379,7 @@ class BackendConnection:
         log.info("backend.approval", answer=answer, reason=call.approvals.reasons[-1])
         return answer
 
-    async def _cancel_remote(self, proc: _Process, rid: int, reason: str) -> None:
+    async def _cancel_remote(self, proc: Process, rid: int, reason: str) -> None:
         proc.session.forget(rid)
         data = proc.session.notification(
             "notifications/cancelled", {"requestId": rid, "reason": reason}
@@ -629,7 +390,7 @@ class BackendConnection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass
 
-    async def _abandon(self, proc: _Process, rid: int, reason: str) -> None:
+    async def _abandon(self, proc: Process, rid: int, reason: str) -> None:
         with trio.CancelScope(shield=True):
             await self._cancel_remote(proc, rid, reason)
             await self._shutdown(proc)

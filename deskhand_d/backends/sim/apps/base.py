@@ -8,6 +8,7 @@ buttons, the menu bar, zh-Hans menu titles).
 
 from __future__ import annotations
 
+import abc
 from typing import ClassVar
 
 from .. import texts
@@ -58,7 +59,7 @@ def traffic_lights(
     return [close, zoom, minimize]
 
 
-class SimApp:
+class SimApp(abc.ABC):
     """One simulated application: its identity, its model state, and its window."""
 
     name: ClassVar[str]
@@ -77,9 +78,9 @@ class SimApp:
     def display_name(self) -> str:
         return self.zh_name if self.locale == "zh-Hans" else self.name
 
+    @abc.abstractmethod
     def window(self) -> Window:
         """A freshly built key window (and menu bar) for the current state."""
-        raise NotImplementedError
 
     # --- actions, by element key; the default for each is "accepted, nothing happens" --------
 

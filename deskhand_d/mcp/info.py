@@ -1,0 +1,54 @@
+"""Plain values of the backend client: how to launch a backend, what it said, a call's result.
+
+Kept apart from the connection so that the process and routing code can name them without an
+import cycle. No behaviour beyond small lookups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from deskhand_d.mcp.results import ToolOutput
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchSpec:
+    """How to start a backend process."""
+
+    kind: str  # sky | sim | command | atspi
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str | None = None
+    notice: str = ""  # shown once when the backend starts (e.g. why auto picked sim)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    protocol_version: str
+    name: str
+    version: str
+    capabilities: dict[str, Any]
+    tools: tuple[dict[str, Any], ...]
+    pid: int
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        for t in self.tools:
+            if t.get("name") == name:
+                return t
+        return None
+
+
+class CallResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A finished ``tools/call``: what came back and how its approvals were decided.
+
+    A msgspec Struct rather than a frozen dataclass: built on every call, and much cheaper.
+    """
+
+    output: ToolOutput
+    approval_reason: str | None
+    approvals_asked: int
+    usable: bool  # False if the result came while an approval was still pending
+    elapsed_s: float
