@@ -38,6 +38,12 @@ class BadRequest(DeskhandError):
     code = "bad_request"
 
 
+class AppsFileError(DeskhandError):
+    """apps.json is unsafe, corrupt or full; nothing was changed. The message says which."""
+
+    code = "apps_file_invalid"
+
+
 class HelloRequired(BadRequest):
     """An op other than ``hello`` arrived before the ``hello`` exchange."""
 
@@ -115,6 +121,94 @@ class ApprovalCancelled(DeskhandError):
     """The approval prompt was cancelled (no one could answer, unsupported, or cancelled)."""
 
     code = "approval_cancelled"
+
+
+class AppNotAllowed(DeskhandError):
+    """The app is not on the allowlist; nothing was sent to the backend.
+
+    Only the person may add an app (``deskhandctl apps add NAME``).
+    """
+
+    code = "app_not_allowed"
+
+
+class StateError(DeskhandError):
+    """A stateId cannot be used for this action; observe the app again (``get_app_state``).
+
+    Decided without any backend traffic. Subclasses name the exact reason.
+    """
+
+    code = "state_unknown"
+
+
+class StateUnknown(StateError):
+    code = "state_unknown"
+
+
+class StateExpired(StateError):
+    code = "state_expired"
+
+
+class StateConsumed(StateError):
+    code = "state_consumed"
+
+
+class StateWrongApp(StateError):
+    code = "state_wrong_app"
+
+
+class StateWrongTurn(StateError):
+    code = "state_wrong_turn"
+
+
+class ElementNotInState(StateError):
+    code = "element_not_in_state"
+
+
+class CoordinatesNeedScreenshot(StateError):
+    code = "coordinates_need_screenshot"
+
+
+class RecoveryPending(DeskhandError):
+    """The app changed under us; every op is refused until a fresh get_app_state succeeds."""
+
+    code = "recovery_pending"
+
+
+class LaunchBanned(DeskhandError):
+    """launch_app is banned for this app for the rest of the turn (stop, decline or unknown)."""
+
+    code = "launch_banned"
+
+
+class Locked(DeskhandError):
+    """The emergency stop is engaged; only status and unlock are accepted."""
+
+    code = "locked"
+
+
+class QueueFull(DeskhandError):
+    """The action queue is at its configured depth; try again shortly."""
+
+    code = "queue_full"
+
+
+class ModeBusy(DeskhandError):
+    """The mode cannot change while this session runs a task."""
+
+    code = "mode_busy"
+
+
+class HandoffRequired(DeskhandError):
+    """In jev mode, native actions need an active handoff for this app with budget left."""
+
+    code = "handoff_required"
+
+
+class Cancelled(DeskhandError):
+    """The request was cancelled (by the client, a disconnect or the emergency stop)."""
+
+    code = "cancelled"
 
 
 class StartupError(Exception):

@@ -171,5 +171,10 @@ class Connection:
             raise HelloRequired("send hello first; it must be the first request on a connection")
         if self.hub.shutdown_requested.is_set():
             raise ShuttingDown("the daemon is stopping and takes no new requests")
-        handler = self.handlers[type(request)]
+        handler = self.handlers.get(type(request))
+        if handler is None:
+            raise BadRequest(
+                f"this daemon does not serve {op_name(request)}; "
+                "check `deskhandctl status` for its version"
+            )
         return await handler(self, request)

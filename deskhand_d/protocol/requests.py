@@ -1,0 +1,215 @@
+"""Client-to-daemon requests: one frozen Struct per op, tagged by ``op``. Pure."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+ClientKind = Literal["cli", "agent", "pi", "test", "other"]
+
+
+class _Request(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="op"
+):
+    id: int
+
+
+ShortText = Annotated[str, msgspec.Meta(max_length=200)]
+
+
+class ClientInfo(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    name: ShortText
+    version: ShortText = ""
+    kind: ClientKind = "other"
+
+
+SessionName = Annotated[str, msgspec.Meta(max_length=100, pattern=r"^[A-Za-z0-9._-]*$")]
+AppName = Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+StateId = Annotated[str, msgspec.Meta(max_length=100)]
+Mode = Literal["native", "jev"]
+
+
+class Hello(_Request, tag="hello", frozen=True):
+    """First request on every connection: who the client is and what it can do.
+
+    ``session`` names a daemon session to open or resume (so consecutive CLI invocations share
+    state); empty means a fresh session that lives as long as this connection (plus a grace).
+    """
+
+    protocol: int
+    client: ClientInfo
+    can_answer_questions: bool = False
+    session: SessionName = ""
+
+
+class Status(_Request, tag="status", frozen=True):
+    """Ask for the daemon's health, clients and per-op statistics."""
+
+
+class Ping(_Request, tag="ping", frozen=True):
+    """A liveness check; ``data`` is echoed back unchanged (at most 1 KiB)."""
+
+    data: Annotated[str, msgspec.Meta(max_length=1024)] = ""
+
+
+class Shutdown(_Request, tag="shutdown", frozen=True):
+    """Ask the daemon to stop gracefully."""
+
+
+class Doctor(_Request, tag="doctor", frozen=True):
+    """Check the backend without touching the desktop: handshake only, never a tool call."""
+
+
+# ----- session and control ---------------------------------------------------------------------
+
+
+class TurnBegin(_Request, tag="turn_begin", frozen=True):
+    """Start a new turn: stateIds of the previous turn stop working."""
+
+
+class TurnEnd(_Request, tag="turn_end", frozen=True):
+    """End the current turn: its stateIds, handoffs and launch bans go."""
+
+
+class ModeGet(_Request, tag="mode_get", frozen=True):
+    pass
+
+
+class ModeSet(_Request, tag="mode_set", frozen=True):
+    mode: Mode
+
+
+class Stop(_Request, tag="stop", frozen=True):
+    """Emergency stop: cancel everything, close the backend, lock the daemon."""
+
+
+class Unlock(_Request, tag="unlock", frozen=True):
+    pass
+
+
+class Cancel(_Request, tag="cancel", frozen=True):
+    """Cancel one of this connection's requests (queued or running)."""
+
+    request_id: int
+
+
+class Answer(_Request, tag="answer", frozen=True):
+    """Answer a question event for the person."""
+
+    question_id: Annotated[str, msgspec.Meta(max_length=100)]
+    choice: Literal["accept", "decline"]
+
+
+class AppsList(_Request, tag="apps_list", frozen=True):
+    pass
+
+
+class AppsAdd(_Request, tag="apps_add", frozen=True):
+    """Add one app to the allowlist (only ever at the person's explicit request)."""
+
+    app: AppName
+
+
+# ----- native ops: the backend's ten tools plus launch_app ---------------------------------------
+
+
+class ListApps(_Request, tag="list_apps", frozen=True):
+    pass
+
+
+class GetAppState(_Request, tag="get_app_state", frozen=True):
+    app: AppName
+
+
+class LaunchApp(_Request, tag="launch_app", frozen=True):
+    app: AppName
+
+
+class _Action(_Request, frozen=True):
+    app: AppName
+    state_id: StateId
+
+
+ElementIndex = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
+
+
+class Click(_Action, tag="click", frozen=True):
+    element_index: ElementIndex | None = None
+    x: float | None = None
+    y: float | None = None
+    click_count: Annotated[int, msgspec.Meta(ge=1, le=3)] | None = None
+    mouse_button: Literal["left", "right", "middle"] | None = None
+
+
+class Drag(_Action, tag="drag", frozen=True):
+    from_x: float
+    from_y: float
+    to_x: float
+    to_y: float
+
+
+class PerformSecondaryAction(_Action, tag="perform_secondary_action", frozen=True):
+    element_index: ElementIndex
+    action: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class PressKey(_Action, tag="press_key", frozen=True):
+    key: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+
+
+class Scroll(_Action, tag="scroll", frozen=True):
+    element_index: ElementIndex
+    direction: Literal["up", "down", "left", "right"]
+    pages: Annotated[float, msgspec.Meta(gt=0, le=100)] | None = None
+
+
+class SelectText(_Action, tag="select_text", frozen=True):
+    element_index: ElementIndex
+    text: Annotated[str, msgspec.Meta(max_length=100_000)]
+    prefix: str | None = None
+    suffix: str | None = None
+    selection: Literal["text", "cursor_before", "cursor_after"] | None = None
+
+
+class SetValue(_Action, tag="set_value", frozen=True):
+    element_index: ElementIndex
+    value: Annotated[str, msgspec.Meta(max_length=1_000_000)]
+
+
+class TypeText(_Action, tag="type_text", frozen=True):
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
+
+
+Action = (
+    Click | Drag | PerformSecondaryAction | PressKey | Scroll | SelectText | SetValue | TypeText
+)
+
+Request = (
+    Hello
+    | Status
+    | Ping
+    | Shutdown
+    | Doctor
+    | TurnBegin
+    | TurnEnd
+    | ModeGet
+    | ModeSet
+    | Stop
+    | Unlock
+    | Cancel
+    | Answer
+    | AppsList
+    | AppsAdd
+    | ListApps
+    | GetAppState
+    | LaunchApp
+    | Click
+    | Drag
+    | PerformSecondaryAction
+    | PressKey
+    | Scroll
+    | SelectText
+    | SetValue
+    | TypeText
+)
