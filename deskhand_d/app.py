@@ -18,14 +18,20 @@ from pathlib import Path
 import structlog
 import trio
 
-from deskhand_d import __version__, activation, unixsock
+from deskhand_d import __version__, activation, paths, unixsock
 from deskhand_d import log as logsetup
+from deskhand_d.audit import AuditLog
 from deskhand_d.backends import launchers
 from deskhand_d.config import Config
-from deskhand_d.mcp.connection import LaunchSpec, open_backend
-from deskhand_d.rpc import diagnostics
+from deskhand_d.errors import DeskhandError
+from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
+from deskhand_d.native.queue import ActionQueue
+from deskhand_d.native.service import NativeService
+from deskhand_d.native.sessions import SessionManager
+from deskhand_d.rpc import diagnostics, native_ops
 from deskhand_d.rpc.handlers import HANDLERS
 from deskhand_d.rpc.hub import Hub
+from deskhand_d.rpc.questions import Questions
 from deskhand_d.rpc.server import RpcServer
 
 log = structlog.get_logger("deskhand.daemon")
@@ -51,6 +57,44 @@ async def _watch_signals(hub: Hub, *, task_status: trio.TaskStatus[None]) -> Non
             hub.request_shutdown(signal.Signals(signum).name)
 
 
+async def _start_native(
+    nursery: trio.Nursery,
+    hub: Hub,
+    cfg: Config,
+    env: MutableMapping[str, str],
+    backend: BackendConnection,
+) -> None:
+    """Sessions, the action queue (its worker started here), questions and the audit log."""
+    hub.sessions = SessionManager(
+        default_mode=cfg.native.default_mode,
+        jev_key_present=bool(env.get("TYPESAFE_API_KEY", "").strip()),
+        grace_s=cfg.native.session_grace_s,
+    )
+    queue = ActionQueue(cfg.native.queue_depth)
+    await nursery.start(queue.serve)
+    hub.questions = Questions()
+    try:
+        audit: AuditLog | None = AuditLog(paths.state_dir(env) / "audit")
+    except (OSError, DeskhandError) as exc:
+        log.warning("audit.unavailable", error=str(exc))
+        audit = None
+    hub.native = NativeService(
+        config=cfg, env=env, backend=backend, queue=queue, sessions=hub.sessions, audit=audit
+    )
+    nursery.start_soon(_expire_sessions, hub)
+
+
+async def _expire_sessions(hub: Hub) -> None:
+    """End sessions whose client has been gone past the grace period; cancel their work."""
+    while True:
+        await trio.sleep(1)
+        if hub.sessions is None or hub.native is None:
+            continue
+        for session in hub.sessions.expire(trio.current_time()):
+            hub.native.queue.cancel_session(session.session_id)
+            log.info("session.expired", session=session.name or session.session_id[:8])
+
+
 async def serve_daemon(
     cfg: Config,
     env: MutableMapping[str, str],
@@ -62,7 +106,7 @@ async def serve_daemon(
     notifier = activation.Notifier(env)
     sock, bound = obtain_listener(cfg, env)
     hub = Hub(config=cfg, socket_path=bound.path)
-    server = RpcServer(hub, {**HANDLERS, **diagnostics.HANDLERS})
+    server = RpcServer(hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS})
     secrets = cfg.secret_values(env)
 
     def launch() -> LaunchSpec:
@@ -78,6 +122,7 @@ async def serve_daemon(
             trio.open_nursery() as nursery,
         ):
             hub.backend = backend
+            await _start_native(nursery, hub, cfg, env, backend)
             await nursery.start(server.serve, sock)
             if handle_signals:
                 await nursery.start(_watch_signals, hub)

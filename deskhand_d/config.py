@@ -49,6 +49,15 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """Path of a signed ``codex`` used as the jump host for Sky; empty means search."""
 
 
+class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    default_mode: Literal["native", "jev"] = "native"
+    allowed_apps: list[str] = msgspec.field(default_factory=list)
+    """Base allowlist (empty: Calculator only); apps.json grants are added to it."""
+    queue_depth: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 64
+    session_grace_s: Annotated[float, msgspec.Meta(ge=0, le=86_400)] = 300.0
+    launch_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=120)] = 10.0
+
+
 class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     redact_env: list[str] = msgspec.field(default_factory=lambda: ["TYPESAFE_API_KEY"])
     """Names of environment variables whose values are scrubbed from every log event."""
@@ -57,6 +66,7 @@ class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     backend: BackendConfig = msgspec.field(default_factory=BackendConfig)
+    native: NativeConfig = msgspec.field(default_factory=NativeConfig)
     secrets: SecretsConfig = msgspec.field(default_factory=SecretsConfig)
 
     def socket_path(self, env: Mapping[str, str]) -> Path:
@@ -100,6 +110,9 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "DESKHAND_BACKEND": ("backend", "kind", str),
     "DESKHAND_BACKEND_COMMAND": ("backend", "command", _json_argv),
     "DESKHAND_CALL_TIMEOUT_S": ("backend", "call_timeout_s", _number),
+    # The predecessor's name is accepted too; DESKHAND_MODE wins when both are set.
+    "JEV_CUA_MODE": ("native", "default_mode", str),
+    "DESKHAND_MODE": ("native", "default_mode", str),
 }
 
 

@@ -161,6 +161,16 @@ class StateWrongTurn(StateError):
     code = "state_wrong_turn"
 
 
+class StateInvalidated(StateError):
+    code = "state_invalidated"
+
+
+class StateChanged(DeskhandError):
+    """The person changed the app; observe it again before any other op."""
+
+    code = "state_changed"
+
+
 class ElementNotInState(StateError):
     code = "element_not_in_state"
 

@@ -62,6 +62,12 @@ class StatusResult(_Result, tag="status", frozen=True):
     clients: list[ClientSummary]
     ops: dict[str, OpStats]
     backend: BackendStatus | None = None
+    queue_depth: int = 0
+    desktop_holder: str = ""
+    """Who the backend is working for right now (session, client, pid), or empty."""
+    locked_by: str = ""
+    """Who engaged the emergency stop, or empty when not locked."""
+    sessions: int = 0
 
 
 class Pong(_Result, tag="pong", frozen=True):

@@ -15,7 +15,7 @@ traceback in the log only.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
@@ -23,6 +23,7 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from deskhand_d.errors import (
     BadRequest,
+    Cancelled,
     DeskhandError,
     HelloRequired,
     ShuttingDown,
@@ -36,15 +37,26 @@ from deskhand_d.protocol import (
     Event,
     EventBody,
     Hello,
+    Ping,
     Request,
     Result,
     ServerMessage,
+    Status,
+    Stop,
+    Unlock,
 )
 from deskhand_d.rpc.handlers import Handler
 from deskhand_d.rpc.hub import Hub
 from deskhand_d.unixsock import PeerCred
 
+if TYPE_CHECKING:
+    from deskhand_d.native.sessions import Session
+
 log = structlog.get_logger("deskhand.rpc")
+
+
+# The ops that still work while the emergency stop is engaged.
+LOCK_EXEMPT: frozenset[type] = frozenset({Hello, Status, Ping, Stop, Unlock})
 
 
 def op_name(request: Request) -> str:
@@ -73,6 +85,8 @@ class Connection:
         self.client: ClientInfo | None = None
         self.can_answer_questions = False
         self.session_id = ""
+        self.session: Session | None = None
+        self.request_scopes: dict[int, trio.CancelScope] = {}
         self.stop_after_reply = False
         self._outstanding: set[int] = set()
         self._limit = hub.config.daemon.max_outstanding_requests
@@ -147,8 +161,17 @@ class Connection:
         op = op_name(request)
         started = trio.current_time()
         ok = False
+        scope = trio.CancelScope()
+        self.request_scopes[request.id] = scope
         try:
-            result = await self._dispatch(request)
+            with scope:
+                result = await self._dispatch(request)
+            if scope.cancelled_caught:
+                raise Cancelled(
+                    "cancelled at the client's request; if it had already started, its outcome "
+                    "is unknown: observe again",
+                    data={"delivery": "unknown"},
+                )
         except DeskhandError as exc:
             await self._reply_error(request.id, exc)
         except Exception:
@@ -161,6 +184,7 @@ class Connection:
             ok = True
             await self.send(Result(id=request.id, result=result))
         finally:
+            self.request_scopes.pop(request.id, None)
             self._outstanding.discard(request.id)
             self.hub.counters.record(op, trio.current_time() - started, ok=ok)
         if self.stop_after_reply:
@@ -171,6 +195,9 @@ class Connection:
             raise HelloRequired("send hello first; it must be the first request on a connection")
         if self.hub.shutdown_requested.is_set():
             raise ShuttingDown("the daemon is stopping and takes no new requests")
+        native = self.hub.native
+        if native is not None and native.locked_by and type(request) not in LOCK_EXEMPT:
+            native.check_unlocked()
         handler = self.handlers.get(type(request))
         if handler is None:
             raise BadRequest(

@@ -43,12 +43,26 @@ async def hello(conn: Connection, req: Hello) -> ResultBody:
         )
     conn.client = req.client
     conn.can_answer_questions = req.can_answer_questions
-    conn.session_id = uuid.uuid4().hex
+    sessions = conn.hub.sessions
+    if sessions is None:
+        conn.session_id = uuid.uuid4().hex
+        return Welcome(
+            daemon_version=__version__,
+            protocol=PROTOCOL_VERSION,
+            session_id=conn.session_id,
+            pid=conn.hub_pid,
+        )
+    session, resumed = sessions.open(req.session)
+    conn.session = session
+    conn.session_id = session.session_id
     return Welcome(
         daemon_version=__version__,
         protocol=PROTOCOL_VERSION,
-        session_id=conn.session_id,
+        session_id=session.session_id,
         pid=conn.hub_pid,
+        session_name=session.name,
+        resumed=resumed,
+        mode=session.mode,
     )
 
 

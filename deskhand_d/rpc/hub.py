@@ -27,7 +27,10 @@ from deskhand_d.stats import OpCounters
 
 if TYPE_CHECKING:
     from deskhand_d.mcp.connection import BackendConnection
+    from deskhand_d.native.service import NativeService
+    from deskhand_d.native.sessions import SessionManager
     from deskhand_d.rpc.connection import Connection
+    from deskhand_d.rpc.questions import Questions
 
 
 @dataclass(slots=True)
@@ -40,6 +43,9 @@ class Hub:
     shutdown_requested: trio.Event = field(default_factory=trio.Event)
     shutdown_reason: str = ""
     backend: BackendConnection | None = None
+    sessions: SessionManager | None = None
+    native: NativeService | None = None
+    questions: Questions | None = None
     _emptied: trio.Event = field(default_factory=trio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -51,6 +57,11 @@ class Hub:
 
     def unregister(self, conn: Connection) -> None:
         self.connections.pop(conn.conn_id, None)
+        session = conn.session
+        if session is not None and self.sessions is not None:
+            conn.session = None
+            if self.sessions.detach(session, trio.current_time()) and self.native is not None:
+                self.native.queue.cancel_session(session.session_id)
         if not self.connections:
             self._emptied.set()
             self._emptied = trio.Event()
@@ -87,7 +98,17 @@ class Hub:
             clients=clients,
             ops=self.counters.snapshot(),
             backend=self._backend_status(),
+            queue_depth=self.native.queue.depth if self.native else 0,
+            desktop_holder=self._holder(),
+            locked_by=self.native.locked_by if self.native else "",
+            sessions=len(self.sessions.sessions) if self.sessions else 0,
         )
+
+    def _holder(self) -> str:
+        if self.native is None or self.native.queue.current is None:
+            return ""
+        job = self.native.queue.current
+        return f"{job.owner}: {job.label}"
 
     def _backend_status(self) -> BackendStatus | None:
         b = self.backend

@@ -1,0 +1,270 @@
+"""The audit log: one metadata-only JSONL line per dispatch, in a private, size-rotated file.
+
+Theory of operation:
+
+* What is recorded is fixed by :class:`AuditEntry`: who asked (session, client, pid), which app
+  and tool, whether the call was dispatched, refused or ended with an unknown outcome, how long
+  it took, the error code and approval reason if any, and for typed text or values only their
+  length. Never the accessibility tree, typed text, coordinates, element labels or keys.
+  :func:`entry_for` is the pure door from a raw tool call to an entry: it reads only the
+  argument keys it needs and drops the rest, so callers can hand it the arguments as they are.
+* The file is ``audit.jsonl`` (0600) in a directory that is ours and 0700 (created so, or
+  refused if it is a symlink, someone else's, or open to group/other). Each record is one
+  ``write(2)`` on an ``O_APPEND`` descriptor, so a crash loses at most the record in flight;
+  a torn last line found on opening is ended with a newline before anything is appended, so
+  every later record still parses on its own. When the next line would push the
+  file past ``max_bytes`` it is rotated: ``audit.jsonl.N-1`` -> ``.N`` (``.keep`` dropped), ...,
+  ``audit.jsonl`` -> ``.1``.
+* One writer per directory: the daemon holds the only :class:`AuditLog`. Records are not
+  fsynced (the log is for review, not for replay).
+
+Blocking: :meth:`AuditLog.record` is a single unbuffered append to a local file (tens of
+microseconds; a rotation adds a few renames every few MiB). Call it directly from the trio
+thread after the dispatch completes; handing it to ``trio.to_thread.run_sync`` costs more than
+the write and lets records land out of order. It is thread-safe should a caller need that.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal
+
+import msgspec
+
+from deskhand_d import paths
+from deskhand_d.errors import EX_UNAVAILABLE, StartupError
+
+AUDIT_FILE_NAME: Final = "audit.jsonl"
+DEFAULT_MAX_BYTES: Final = 5 * 1024 * 1024
+DEFAULT_KEEP: Final = 5
+TEXT_KEYS: Final = ("text", "value")
+"""Tool arguments whose content is typed or set text: only their length is recorded."""
+_MAX_FIELD_CHARS: Final = 200
+
+Delivery = Literal["dispatched", "refused", "unknown"]
+
+
+class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One dispatch. Every field is metadata; adding one needs a privacy review."""
+
+    time: str
+    """When the dispatch finished, ISO 8601 UTC with milliseconds (``...Z``)."""
+    session: str
+    client: str
+    client_pid: int
+    """0 when the platform cannot tell."""
+    app: str
+    tool: str
+    delivery: Delivery
+    """``dispatched``: sent and answered; ``refused``: never sent (policy, approval, stop, bad
+    request); ``unknown``: sent, but the outcome never arrived."""
+    latency_ms: float
+    code: str
+    """The error code of the reply, or ``""``."""
+    approval_reason: str
+    """Why an approval prompt was or was not shown, or ``""``."""
+    text_length: int | None
+    """Length in characters of the typed text or set value; ``None`` for other tools."""
+
+
+def entry_for(
+    *,
+    now: float,
+    session: str,
+    client: str,
+    client_pid: int | None,
+    tool: str,
+    delivery: Delivery,
+    latency_ms: float,
+    app: str = "",
+    arguments: Mapping[str, Any] | None = None,
+    code: str = "",
+    approval_reason: str = "",
+) -> AuditEntry:
+    """Build the entry for one dispatch from the raw call, keeping metadata only.
+
+    Args:
+        now: wall-clock time of completion, seconds since the epoch.
+        app: the target app; if empty, taken from ``arguments["app"]``.
+        arguments: the tool arguments as the client sent them. Only ``app`` and the length of
+            ``text``/``value`` are read; everything else (coordinates, element indexes,
+            prefixes, keys, actions) is dropped unread.
+    """
+    args = arguments or {}
+    if not app and isinstance(args.get("app"), str):
+        app = args["app"]
+    text_length: int | None = None
+    for key in TEXT_KEYS:
+        if isinstance(args.get(key), str):
+            text_length = len(args[key])
+            break
+    return AuditEntry(
+        time=_iso_utc(now),
+        session=_clip(session),
+        client=_clip(client),
+        client_pid=max(0, client_pid or 0),
+        app=_clip(app),
+        tool=_clip(tool),
+        delivery=delivery,
+        latency_ms=round(max(0.0, latency_ms), 3),
+        code=_clip(code),
+        approval_reason=_clip(approval_reason),
+        text_length=text_length,
+    )
+
+
+def _iso_utc(now: float) -> str:
+    stamp = datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
+
+
+def _clip(value: str) -> str:
+    # Bounds each line; these fields are identifiers, so a longer value is already suspicious.
+    return value[:_MAX_FIELD_CHARS]
+
+
+def default_audit_dir(env: Mapping[str, str] = os.environ) -> Path:
+    return paths.state_dir(env) / "audit"
+
+
+class AuditLog:
+    """Appends :class:`AuditEntry` lines to ``<directory>/audit.jsonl`` with size rotation.
+
+    Raises StartupError on construction if the directory is unsafe (the daemon must not run
+    with an audit log others can read or tamper with), and OSError from :meth:`record` if the
+    disk write fails.
+    """
+
+    def __init__(
+        self,
+        directory: Path | None = None,
+        *,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        keep: int = DEFAULT_KEEP,
+    ) -> None:
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be positive")
+        if keep < 0:
+            raise ValueError("keep must be zero or more")
+        self.directory = default_audit_dir() if directory is None else directory
+        self.path = self.directory / AUDIT_FILE_NAME
+        self._max_bytes = max_bytes
+        self._keep = keep
+        self._encoder = msgspec.json.Encoder()
+        self._lock = threading.Lock()
+        ensure_private_dir(self.directory)
+        self._fd: int | None = None
+        self._size = 0
+        self._open()
+
+    def record(self, entry: AuditEntry) -> None:
+        """Append one line and hand it to the kernel before returning."""
+        line = self._encoder.encode(entry) + b"\n"
+        with self._lock:
+            if self._fd is None:
+                raise ValueError("the audit log is closed")
+            if self._size and self._size + len(line) > self._max_bytes:
+                self._rotate()
+            assert self._fd is not None
+            written = os.write(self._fd, line)
+            while written < len(line):  # only on a signal or a full disk; finish the line
+                written += os.write(self._fd, line[written:])
+            self._size += len(line)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> AuditLog:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _open(self) -> None:
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(self.path, flags, 0o600)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            os.close(fd)
+            raise StartupError(
+                f"refusing to append to {self.path}: it is not a regular file of yours; "
+                "move it away and start again",
+                exit_code=EX_UNAVAILABLE,
+            )
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            # Safe to repair: the directory was verified private, so only we put it there.
+            os.fchmod(fd, 0o600)
+        if st.st_size and os.pread(fd, 1, st.st_size - 1) != b"\n":
+            # A torn line from a crash: end it so the next record starts on a line of its own.
+            os.write(fd, b"\n")
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+
+    def _rotate(self) -> None:
+        assert self._fd is not None
+        os.close(self._fd)
+        self._fd = None
+        base = os.fspath(self.path)
+        if self._keep == 0:
+            os.unlink(base)
+        else:
+            for n in range(self._keep - 1, 0, -1):
+                try:
+                    os.replace(f"{base}.{n}", f"{base}.{n + 1}")  # over .keep: oldest dropped
+                except FileNotFoundError:
+                    pass
+            os.replace(base, f"{base}.1")
+        self._open()
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create ``directory`` (and missing parents) 0700, or verify an existing one is private.
+
+    Raises:
+        StartupError: it is a symlink or not a directory, belongs to another user, or has
+            group/other permission bits. We never chmod a directory we did not just create.
+    """
+    try:
+        os.makedirs(directory.parent, mode=0o700, exist_ok=True)
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StartupError(
+            f"cannot create the audit directory {directory}: {exc.strerror}",
+            exit_code=EX_UNAVAILABLE,
+        ) from None
+    st = os.lstat(directory)
+    mode = stat.S_IMODE(st.st_mode)
+    if not stat.S_ISDIR(st.st_mode):
+        raise StartupError(
+            f"refusing to use {directory} for the audit log: it is a symlink or not a "
+            "directory; remove it and start again",
+            exit_code=EX_UNAVAILABLE,
+        )
+    if st.st_uid != os.getuid():
+        raise StartupError(
+            f"refusing to use {directory} for the audit log: it belongs to uid {st.st_uid}, "
+            f"not to you (uid {os.getuid()})",
+            exit_code=EX_UNAVAILABLE,
+        )
+    if mode & 0o077:
+        raise StartupError(
+            f"refusing to use {directory} for the audit log: its mode is {mode:04o}, so "
+            f"others could read what was done; run `chmod 700 {directory}` or remove it",
+            exit_code=EX_UNAVAILABLE,
+        )

@@ -1,0 +1,67 @@
+"""``launch_app``: open an app without a shell, bounded in time. The command choice is pure.
+
+macOS: ``open -a NAME``, ``open -b BUNDLE.ID`` or ``open PATH.app``. Linux: ``gtk-launch``
+with a desktop-entry id. The simulated desktop opens its apps on ``get_app_state``, so there
+is nothing to launch. A launch never mints a stateId: the caller observes afterwards.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+
+import trio
+
+from deskhand_d.errors import BackendError, BackendUnavailable
+
+_BUNDLE_ID = re.compile(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+){2,}$")
+
+
+def command_for(app: str, platform: str = sys.platform) -> list[str]:
+    """The argv that opens ``app`` on ``platform`` (never through a shell)."""
+    if platform == "darwin":
+        if app.startswith("/"):
+            return ["/usr/bin/open", app]
+        if _BUNDLE_ID.match(app):
+            return ["/usr/bin/open", "-b", app]
+        return ["/usr/bin/open", "-a", app]
+    launcher = shutil.which("gtk-launch")
+    if launcher is None:
+        raise BackendUnavailable(
+            "cannot launch apps here: gtk-launch (from GTK) is not installed; open the app "
+            "yourself, then observe it"
+        )
+    entry = app if app.endswith(".desktop") else app.lower().replace(" ", "-")
+    return [launcher, entry]
+
+
+async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
+    if backend_kind == "sim":
+        return "the simulated desktop opens its apps on get_app_state; nothing to launch"
+    argv = command_for(app)
+    try:
+        with trio.fail_after(timeout_s):
+            done = await trio.run_process(
+                argv,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                capture_stdout=True,
+                capture_stderr=True,
+            )
+    except trio.TooSlowError:
+        raise BackendError(
+            f"launching {app!r} did not finish within {timeout_s:g} s; observe it to see whether "
+            "it opened",
+            data={"delivery": "unknown"},
+        ) from None
+    except OSError as exc:
+        raise BackendUnavailable(f"cannot run {argv[0]}: {exc.strerror}") from None
+    if done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no details"]
+        raise BackendError(
+            f"launching {app!r} failed ({argv[0]} exited {done.returncode}: {why[0][:200]})",
+            data={"delivery": "refused"},
+        )
+    return f"asked the system to open {app!r}; observe it with get_app_state"

@@ -1,0 +1,120 @@
+"""The one action queue: every backend call from every session, one at a time, FIFO.
+
+Theory of operation. :meth:`ActionQueue.run` enqueues a job and waits for its outcome; a
+single worker task (:meth:`serve`, started with ``nursery.start``) runs jobs in order, each
+inside its own cancel scope. Cancelling the waiting caller (the client cancelled the request
+or disconnected) cancels its job: skipped if still queued, cancelled in flight otherwise (the
+backend client then answers pending prompts with ``cancel`` and tells the backend). The
+emergency stop cancels every job; a job stopped in flight ends :class:`OutcomeUnknown`, a
+queued one :class:`Cancelled`. The queue is bounded: a full queue refuses at once
+(``queue_full``) rather than growing without limit.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import outcome
+import trio
+
+from deskhand_d.errors import Cancelled, OutcomeUnknown, QueueFull
+
+
+@dataclass(eq=False)
+class Job:
+    fn: Callable[[], Awaitable[Any]]
+    owner: str  # who is asking: "session <name> (client <name>, pid N)"
+    session_id: str
+    label: str
+    scope: trio.CancelScope = field(default_factory=trio.CancelScope)
+    done: trio.Event = field(default_factory=trio.Event)
+    result: outcome.Outcome[Any] | None = None
+    stopped_by: str = ""
+
+
+class ActionQueue:
+    def __init__(self, max_depth: int = 64) -> None:
+        self.max_depth = max_depth
+        self._send, self._receive = trio.open_memory_channel[Job](math.inf)
+        self._waiting: collections.OrderedDict[int, Job] = collections.OrderedDict()
+        self.current: Job | None = None
+        self.completed = 0
+
+    @property
+    def depth(self) -> int:
+        return len(self._waiting)
+
+    async def run(
+        self, fn: Callable[[], Awaitable[Any]], *, owner: str, session_id: str, label: str
+    ) -> Any:
+        if len(self._waiting) >= self.max_depth:
+            raise QueueFull(
+                f"the action queue already holds {self.max_depth} requests; wait and try again"
+            )
+        job = Job(fn=fn, owner=owner, session_id=session_id, label=label)
+        self._waiting[id(job)] = job
+        self._send.send_nowait(job)
+        try:
+            await job.done.wait()
+        except trio.Cancelled:
+            job.scope.cancel()  # skipped if queued, cancelled if running
+            raise
+        assert job.result is not None
+        return job.result.unwrap()
+
+    def cancel_session(self, session_id: str) -> int:
+        """Cancel every queued or running job of a session (its client went away)."""
+        n = 0
+        for job in [*self._waiting.values(), *([self.current] if self.current else [])]:
+            if job.session_id == session_id and not job.scope.cancel_called:
+                job.scope.cancel()
+                n += 1
+        return n
+
+    def stop_all(self, by: str) -> int:
+        """Emergency stop: cancel everything queued and in flight."""
+        n = 0
+        for job in [*self._waiting.values(), *([self.current] if self.current else [])]:
+            if not job.scope.cancel_called:
+                job.stopped_by = by
+                job.scope.cancel()
+                n += 1
+        return n
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        async for job in self._receive:
+            self._waiting.pop(id(job), None)
+            if job.scope.cancel_called:
+                job.result = outcome.Error(
+                    Cancelled(
+                        "cancelled before it ran "
+                        f"({job.stopped_by or 'the request was cancelled'}); nothing was sent"
+                    )
+                )
+                job.done.set()
+                continue
+            self.current = job
+            try:
+                with job.scope:
+                    try:
+                        job.result = outcome.Value(await job.fn())
+                    except Exception as exc:  # trio.Cancelled must reach job.scope
+                        job.result = outcome.Error(exc)
+                if job.scope.cancelled_caught or job.result is None:
+                    job.result = outcome.Error(
+                        OutcomeUnknown(
+                            f"{job.label} was cancelled while running "
+                            f"({job.stopped_by or 'the request was cancelled'}); whether it took "
+                            "effect is unknown, so observe again",
+                            data={"delivery": "unknown", "cause": "cancelled"},
+                        )
+                    )
+            finally:
+                self.current = None
+                self.completed += 1
+                job.done.set()

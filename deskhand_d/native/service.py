@@ -1,0 +1,369 @@
+"""Native mode: observations and actions through the one queue, guarded by stateIds.
+
+Theory of operation. Every native op goes through the same gates, in this order, all decided
+before any backend traffic: the emergency lock, the app allowlist, the session's recovery
+state, the mode (jev needs a handoff), then the stateId (consumed by any attempt). The call
+itself runs in the action queue's single worker; a backend approval prompt is routed to the
+requesting client as a ``question`` event (only if it declared it can answer). The reply
+states honestly what happened: ``dispatched`` (the backend answered), ``refused`` (nothing
+ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatch is audited.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import structlog
+import trio
+
+from deskhand_d import errors as E
+from deskhand_d.config import Config
+from deskhand_d.mcp import approvals as ap
+from deskhand_d.mcp.connection import BackendConnection, CallResult
+from deskhand_d.mcp.results import Kind
+from deskhand_d.native import allowlist, treeinfo
+from deskhand_d.native.launch import launch as launch_app
+from deskhand_d.native.queue import ActionQueue
+from deskhand_d.native.sessions import Session, SessionManager
+from deskhand_d.native.states import StateRecord, Use, new_state_id
+
+if TYPE_CHECKING:
+    from deskhand_d.audit import AuditLog
+
+log = structlog.get_logger("deskhand.native")
+
+Asker = Callable[[ap.Confirmation, str], Awaitable[Literal["accept", "decline"]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who is asking: the session, the client, and how to ask its person a question."""
+
+    session: Session
+    client: str
+    pid: int
+    ask: Asker | None  # None: the client cannot answer questions (prompts get cancel)
+
+    @property
+    def owner(self) -> str:
+        label = self.session.name or self.session.session_id[:8]
+        return f"session {label} ({self.client}, pid {self.pid})"
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an op produced, for the RPC layer to turn into a result."""
+
+    text: str
+    delivery: Literal["dispatched", "refused", "unknown"]
+    ok: bool
+    state_id: str | None = None
+    screenshot: bytes | None = None
+    screenshot_mime: str = ""
+    approval_reason: str | None = None
+
+
+class NativeService:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        env: Mapping[str, str],
+        backend: BackendConnection,
+        queue: ActionQueue,
+        sessions: SessionManager,
+        audit: AuditLog | None,
+    ) -> None:
+        self.config = config
+        self.env = env
+        self.backend = backend
+        self.queue = queue
+        self.sessions = sessions
+        self.audit = audit
+        self.apps_file = allowlist.AppsFile(allowlist.default_apps_path(env))
+        self.locked_by = ""
+
+    # ----- gates ------------------------------------------------------------------------------
+
+    def allowed_apps(self) -> list[str]:
+        return allowlist.effective_allowlist(
+            self.config.native.allowed_apps, self.env, self.apps_file.read()
+        )
+
+    def check_unlocked(self) -> None:
+        if self.locked_by:
+            raise E.Locked(
+                f"the emergency stop is engaged (by {self.locked_by}); nothing runs until "
+                "`deskhandctl unlock`",
+                data={"by": self.locked_by},
+            )
+
+    def check_app(self, app: str) -> None:
+        if not allowlist.is_allowed(app, self.allowed_apps()):
+            raise E.AppNotAllowed(
+                f"{app!r} is not on the allowlist, so nothing was sent; only the person may add "
+                f"it, with `deskhandctl apps add {app!r}`",
+                data={"app": app, "delivery": "refused"},
+            )
+
+    def check_recovery(self, session: Session, app: str, *, observing: bool) -> None:
+        if session.recovery and not (observing and app in session.recovery):
+            pending = ", ".join(sorted(session.recovery))
+            raise E.RecoveryPending(
+                f"the person changed {pending}; call get_app_state for it before anything else",
+                data={"apps": sorted(session.recovery)},
+            )
+
+    def check_mode(self, session: Session, app: str) -> None:
+        if session.mode == "jev":
+            raise E.HandoffRequired(
+                "this session is in jev mode: native actions need an active handoff for this "
+                "app (Jev hands one back with needs_planner); the person may switch modes with "
+                "`deskhandctl mode native`",
+                data={"app": app},
+            )
+
+    # ----- ops --------------------------------------------------------------------------------
+
+    async def list_apps(self, caller: Caller) -> Outcome:
+        self.check_unlocked()
+        res = await self._dispatch(caller, "list_apps", {}, app="")
+        return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
+
+    async def observe(self, caller: Caller, app: str) -> Outcome:
+        session = caller.session
+        self.check_unlocked()
+        self.check_app(app)
+        self.check_recovery(session, app, observing=True)
+        session.invalidate("a newer observation was requested")
+        res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
+        out = res.output
+        self._raise_for_kind(caller, app, res, observing=True)
+        if out.is_error:
+            raise E.BackendError(
+                f"the backend could not observe {app!r}: {out.text.strip()[:500]}",
+                data={"app": app, "text": out.text[:2000]},
+            )
+        if not res.usable:
+            raise E.ApprovalCancelled(
+                "the backend answered before the approval was settled; observe again",
+                data={"app": app},
+            )
+        if not out.text.strip() and not out.images:
+            raise E.BackendError("the backend returned an empty observation; observe again")
+        info = treeinfo.inspect(out.text)
+        image = out.images[0] if out.images else None
+        state_id = session.states.mint(
+            StateRecord(
+                state_id=new_state_id(),
+                app=app,
+                turn=session.turn,
+                created=trio.current_time(),
+                indices=info.indices,
+                has_screenshot=image is not None,
+                backend_generation=self.backend.processes_started,
+            )
+        )
+        session.recovery.discard(app)
+        return Outcome(
+            text=out.text,
+            delivery="dispatched",
+            ok=True,
+            state_id=state_id,
+            screenshot=image.data if image else None,
+            screenshot_mime=image.mime_type if image else "",
+            approval_reason=res.approval_reason,
+        )
+
+    async def act(
+        self, caller: Caller, tool: str, app: str, state_id: str, args: dict[str, Any], use: Use
+    ) -> Outcome:
+        session = caller.session
+        self.check_unlocked()
+        self.check_app(app)
+        self.check_recovery(session, app, observing=False)
+        self.check_mode(session, app)
+        session.states.consume(
+            state_id,
+            use,
+            turn=session.turn,
+            now=trio.current_time(),
+            generation=self.backend.processes_started,
+        )
+        res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
+        out = res.output
+        self._raise_for_kind(caller, app, res, observing=False)
+        if not res.usable:
+            session.launch_banned.add(app)
+            raise E.OutcomeUnknown(
+                f"{tool} was answered while an approval was still open; whether it took effect "
+                "is unknown, so observe again",
+                data={"delivery": "unknown", "app": app},
+            )
+        if out.is_error and "The user changed" in out.text:
+            session.recovery.add(app)
+            session.invalidate("the person changed the app")
+            raise E.StateChanged(
+                f"the person changed {app!r} meanwhile; call get_app_state for it before "
+                "anything else",
+                data={"delivery": "dispatched", "app": app, "text": out.text[:2000]},
+            )
+        new_state = None
+        info = treeinfo.inspect(out.text)
+        if not out.is_error and out.kind is Kind.OK and info.complete:
+            new_state = session.states.mint(
+                StateRecord(
+                    state_id=new_state_id(),
+                    app=app,
+                    turn=session.turn,
+                    created=trio.current_time(),
+                    indices=info.indices,
+                    has_screenshot=False,  # coordinates always need a get_app_state screenshot
+                    backend_generation=self.backend.processes_started,
+                    action_returned=True,
+                )
+            )
+        return Outcome(
+            text=out.text,
+            delivery="dispatched",
+            ok=not out.is_error,
+            state_id=new_state,
+            approval_reason=res.approval_reason,
+        )
+
+    async def launch(self, app: str) -> str:
+        kind = self.backend.resolve_launch().kind
+        return await launch_app(
+            app, backend_kind=kind, timeout_s=self.config.native.launch_timeout_s
+        )
+
+    async def emergency_stop(self, by: str) -> int:
+        """Cancel everything, close the backend, invalidate every state, lock the daemon."""
+        self.locked_by = by
+        cancelled = self.queue.stop_all(f"emergency stop by {by}")
+        self.sessions.invalidate_all("the emergency stop")
+        await self.backend.aclose()
+        log.warning("native.emergency_stop", by=by, cancelled=cancelled)
+        return cancelled
+
+    # ----- the call itself ---------------------------------------------------------------------
+
+    async def _dispatch(
+        self, caller: Caller, tool: str, args: dict[str, Any], *, app: str
+    ) -> CallResult:
+        ask = caller.ask
+        approval = None
+        if ask is not None:
+            asker = ask
+
+            async def approval(req: ap.Confirmation) -> Literal["accept", "decline"]:
+                return await asker(req, app)
+
+        started = trio.current_time()
+        delivery: Literal["dispatched", "refused", "unknown"] = "refused"
+        code = ""
+        reason: str | None = None
+
+        async def job() -> CallResult:
+            return await self.backend.call_tool(tool, args, on_approval=approval)
+
+        try:
+            res: CallResult = await self.queue.run(
+                job, owner=caller.owner, session_id=caller.session.session_id, label=tool
+            )
+        except E.OutcomeUnknown as exc:
+            delivery, code = "unknown", exc.code
+            exc.data.setdefault("delivery", "unknown")
+            if tool not in ("get_app_state", "list_apps"):
+                caller.session.launch_banned.add(app)
+            caller.session.invalidate("the last call's outcome is unknown")
+            raise
+        except E.DeskhandError as exc:
+            code = exc.code
+            exc.data.setdefault("delivery", "refused")
+            caller.session.invalidate("the last call failed")
+            raise
+        else:
+            delivery = "dispatched"
+            reason = res.approval_reason
+            if res.output.is_error or res.output.kind is not Kind.OK:
+                code = res.output.kind.value
+            return res
+        finally:
+            self._audit(
+                caller, app, tool, delivery, trio.current_time() - started, code, reason, args
+            )
+
+    def _raise_for_kind(
+        self, caller: Caller, app: str, res: CallResult, *, observing: bool
+    ) -> None:
+        kind = res.output.kind
+        session = caller.session
+        if kind is Kind.SESSION_STOPPED:
+            session.launch_banned.add(app)
+            session.invalidate("the person stopped the session")
+            raise E.SessionStopped(
+                "the person stopped computer use for this turn; stop and tell them, and wait for "
+                "their next message",
+                data={"delivery": "refused" if observing else "unknown", "app": app},
+            )
+        if kind is Kind.APPROVAL_DECLINED:
+            session.launch_banned.add(app)
+            raise E.ApprovalDeclined(
+                f"the person declined the approval for {app!r}; do not ask again this turn",
+                data={"delivery": "refused", "app": app, "approval_reason": res.approval_reason},
+            )
+        if kind is Kind.APPROVAL_CANCELLED:
+            raise E.ApprovalCancelled(
+                f"the approval for {app!r} was cancelled ({res.approval_reason or 'no answer'}); "
+                "nothing ran",
+                data={"delivery": "refused", "app": app, "approval_reason": res.approval_reason},
+            )
+        if kind is Kind.NOT_AUTHENTICATED:
+            raise E.BackendUnavailable(
+                "the backend refuses tool calls from this process (not authenticated); run "
+                "`deskhandctl doctor`",
+                data={"delivery": "refused"},
+            )
+        if kind is Kind.PARTIAL_UPDATE and observing:
+            raise E.BackendError(
+                "the backend sent a partial update instead of a full tree; observe again",
+                data={"delivery": "dispatched", "app": app},
+            )
+
+    def _audit(
+        self,
+        caller: Caller,
+        app: str,
+        tool: str,
+        delivery: Literal["dispatched", "refused", "unknown"],
+        elapsed: float,
+        code: str,
+        reason: str | None,
+        args: dict[str, Any],
+    ) -> None:
+        if self.audit is None:
+            return
+        from deskhand_d.audit import entry_for
+
+        try:
+            self.audit.record(
+                entry_for(
+                    now=time.time(),
+                    session=caller.session.name or caller.session.session_id,
+                    client=caller.client,
+                    client_pid=caller.pid,
+                    tool=tool,
+                    delivery=delivery,
+                    latency_ms=round(elapsed * 1000, 3),
+                    app=app,
+                    arguments=args,
+                    code=code,
+                    approval_reason=reason or "",
+                )
+            )
+        except OSError as exc:
+            log.warning("audit.write_failed", error=exc.strerror)

@@ -1,0 +1,266 @@
+"""Handlers for native mode, sessions, control and the allowlist.
+
+Thin: each builds a :class:`~deskhand_d.native.service.Caller` for the requesting session and
+client and hands over to :class:`~deskhand_d.native.service.NativeService`, or changes session
+state directly (turns, modes). All refusals are DeskhandErrors with their own codes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from deskhand_d.errors import BadRequest, DeskhandError, LaunchBanned, ModeBusy
+from deskhand_d.mcp import approvals as ap
+from deskhand_d.native.service import Caller, NativeService, Outcome
+from deskhand_d.native.sessions import Session
+from deskhand_d.native.states import Use, check_click_target
+from deskhand_d.protocol import (
+    Action,
+    ActionDone,
+    AllowedApps,
+    Answer,
+    AppList,
+    AppsAdd,
+    AppsList,
+    Cancel,
+    Click,
+    Done,
+    Drag,
+    GetAppState,
+    LaunchApp,
+    ListApps,
+    LockState,
+    ModeGet,
+    ModeSet,
+    ModeState,
+    Observation,
+    PerformSecondaryAction,
+    PressKey,
+    ResultBody,
+    Scroll,
+    SelectText,
+    SetValue,
+    Stop,
+    TurnBegin,
+    TurnEnd,
+    TypeText,
+    Unlock,
+)
+from deskhand_d.rpc.handlers import Handler
+
+if TYPE_CHECKING:
+    from deskhand_d.rpc.connection import Connection
+
+
+def _native(conn: Connection) -> NativeService:
+    if conn.hub.native is None:
+        raise DeskhandError("native mode is not available in this daemon")
+    return conn.hub.native
+
+
+def _session(conn: Connection) -> Session:
+    if conn.session is None:
+        raise BadRequest("this connection has no session; send hello first")
+    return conn.session
+
+
+def _caller(conn: Connection, request_id: int) -> Caller:
+    questions = conn.hub.questions
+    ask = None
+    if conn.can_answer_questions and questions is not None:
+
+        async def ask(req: ap.Confirmation, app: str) -> Literal["accept", "decline"]:
+            return await questions.ask(
+                conn, request_id=request_id, kind="backend_approval", text=req.message, app=app
+            )
+
+    name = conn.client.name if conn.client else "?"
+    return Caller(session=_session(conn), client=name, pid=conn.peer.pid, ask=ask)
+
+
+async def list_apps(conn: Connection, req: ListApps) -> ResultBody:
+    out = await _native(conn).list_apps(_caller(conn, req.id))
+    return AppList(text=out.text)
+
+
+async def get_app_state(conn: Connection, req: GetAppState) -> ResultBody:
+    out = await _native(conn).observe(_caller(conn, req.id), req.app)
+    assert out.state_id is not None
+    return Observation(
+        app=req.app,
+        state_id=out.state_id,
+        text=out.text,
+        screenshot=out.screenshot,
+        screenshot_mime=out.screenshot_mime,
+        approval_reason=out.approval_reason,
+    )
+
+
+def _action_args(req: Action) -> tuple[str, dict[str, Any], Use]:
+    """The backend tool, its arguments (no stateId: it never leaves the daemon), and the use."""
+    if isinstance(req, Click):
+        check_click_target(req.element_index, req.x, req.y)
+        args: dict[str, Any] = {}
+        if req.element_index is not None:
+            args["element_index"] = req.element_index
+        else:
+            args["x"], args["y"] = req.x, req.y
+        if req.click_count is not None:
+            args["click_count"] = req.click_count
+        if req.mouse_button is not None:
+            args["mouse_button"] = req.mouse_button
+        return "click", args, Use(req.app, req.element_index, coordinates=req.element_index is None)
+    if isinstance(req, Drag):
+        args = {"from_x": req.from_x, "from_y": req.from_y, "to_x": req.to_x, "to_y": req.to_y}
+        return "drag", args, Use(req.app, None, coordinates=True)
+    if isinstance(req, PerformSecondaryAction):
+        args = {"element_index": req.element_index, "action": req.action}
+        return "perform_secondary_action", args, Use(req.app, req.element_index)
+    if isinstance(req, PressKey):
+        return "press_key", {"key": req.key}, Use(req.app)
+    if isinstance(req, Scroll):
+        args = {"element_index": req.element_index, "direction": req.direction}
+        if req.pages is not None:
+            args["pages"] = req.pages
+        return "scroll", args, Use(req.app, req.element_index)
+    if isinstance(req, SelectText):
+        args = {"element_index": req.element_index, "text": req.text}
+        for key in ("prefix", "suffix", "selection"):
+            if getattr(req, key) is not None:
+                args[key] = getattr(req, key)
+        return "select_text", args, Use(req.app, req.element_index)
+    if isinstance(req, SetValue):
+        args = {"element_index": req.element_index, "value": req.value}
+        return "set_value", args, Use(req.app, req.element_index)
+    return "type_text", {"text": req.text}, Use(req.app)
+
+
+async def action(conn: Connection, req: Action) -> ResultBody:
+    tool, args, use = _action_args(req)
+    out: Outcome = await _native(conn).act(
+        _caller(conn, req.id), tool, req.app, req.state_id, args, use
+    )
+    return ActionDone(
+        app=req.app,
+        tool=tool,
+        delivery=out.delivery,
+        ok=out.ok,
+        text=out.text,
+        state_id=out.state_id,
+        approval_reason=out.approval_reason,
+    )
+
+
+async def launch_app(conn: Connection, req: LaunchApp) -> ResultBody:
+    native = _native(conn)
+    session = _session(conn)
+    native.check_unlocked()
+    native.check_app(req.app)
+    if req.app in session.launch_banned:
+        raise LaunchBanned(
+            f"launching {req.app!r} is off for the rest of this turn (after a stop, a declined "
+            "approval or an unknown outcome there); the person decides what happens next"
+        )
+    detail = await native.launch(req.app)
+    return Done(detail=detail)
+
+
+async def turn_begin(conn: Connection, req: TurnBegin) -> ResultBody:
+    _session(conn).new_turn("a new turn began")
+    return Done(detail=f"turn {_session(conn).turn}")
+
+
+async def turn_end(conn: Connection, req: TurnEnd) -> ResultBody:
+    _session(conn).new_turn("the turn ended")
+    return Done(detail=f"turn {_session(conn).turn}")
+
+
+async def mode_get(conn: Connection, req: ModeGet) -> ResultBody:
+    s = _session(conn)
+    return ModeState(mode=s.mode, reason=s.mode_reason)
+
+
+async def mode_set(conn: Connection, req: ModeSet) -> ResultBody:
+    s = _session(conn)
+    if s.running_task:
+        raise ModeBusy("this session is running a task; cancel it or let it finish first")
+    sessions = conn.hub.sessions
+    assert sessions is not None
+    if req.mode == "jev" and not sessions.jev_key_present:
+        s.mode, s.mode_reason = "native", "missing_jev_key"
+    else:
+        s.mode, s.mode_reason = req.mode, ""
+    s.invalidate("the mode changed")  # never touches the backend or the network
+    return ModeState(mode=s.mode, reason=s.mode_reason)
+
+
+async def stop(conn: Connection, req: Stop) -> ResultBody:
+    name = conn.client.name if conn.client else "?"
+    by = f"{name} (pid {conn.peer.pid})"
+    cancelled = await _native(conn).emergency_stop(by)
+    return LockState(locked=True, by=_native(conn).locked_by, cancelled=cancelled)
+
+
+async def unlock(conn: Connection, req: Unlock) -> ResultBody:
+    _native(conn).locked_by = ""
+    return LockState(locked=False)
+
+
+async def cancel(conn: Connection, req: Cancel) -> ResultBody:
+    scope = conn.request_scopes.get(req.request_id)
+    if scope is None:
+        raise BadRequest(f"request {req.request_id} is not in progress on this connection")
+    scope.cancel()
+    return Done(detail=f"cancelled request {req.request_id}")
+
+
+async def answer(conn: Connection, req: Answer) -> ResultBody:
+    if conn.hub.questions is None:
+        raise BadRequest("no questions are open")
+    conn.hub.questions.answer(conn, req.question_id, req.choice)
+    return Done(detail="answered")
+
+
+async def apps_list(conn: Connection, req: AppsList) -> ResultBody:
+    native = _native(conn)
+    return AllowedApps(
+        apps=native.allowed_apps(),
+        granted=native.apps_file.read(),
+        file=str(native.apps_file.path),
+    )
+
+
+async def apps_add(conn: Connection, req: AppsAdd) -> ResultBody:
+    native = _native(conn)
+    added = native.apps_file.add(req.app)
+    return AllowedApps(
+        apps=native.allowed_apps(),
+        granted=native.apps_file.read(),
+        file=added.path,
+        added=added.added,
+    )
+
+
+HANDLERS: dict[type, Handler] = {
+    ListApps: list_apps,
+    GetAppState: get_app_state,
+    LaunchApp: launch_app,
+    Click: action,
+    Drag: action,
+    PerformSecondaryAction: action,
+    PressKey: action,
+    Scroll: action,
+    SelectText: action,
+    SetValue: action,
+    TypeText: action,
+    TurnBegin: turn_begin,
+    TurnEnd: turn_end,
+    ModeGet: mode_get,
+    ModeSet: mode_set,
+    Stop: stop,
+    Unlock: unlock,
+    Cancel: cancel,
+    Answer: answer,
+    AppsList: apps_list,
+    AppsAdd: apps_add,
+}
