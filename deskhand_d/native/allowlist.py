@@ -266,7 +266,7 @@ class AppsFile:
     def _parse(self, data: bytes) -> list[str]:
         try:
             doc: Any = json.loads(data.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: absurdly deep nesting
             raise self._error("corrupt", f"{self.path} is not valid UTF-8 JSON") from None
         if not (
             isinstance(doc, dict)
@@ -352,9 +352,10 @@ class AppsFile:
     def _replace(self, data: bytes) -> None:
         temp = self.path.with_name(f"{self.path.name}.{os.urandom(8).hex()}.tmp")
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        renamed = False
+        created = renamed = False
         try:
             fd = os.open(temp, flags, 0o600)
+            created = True
             try:
                 os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
                 view = memoryview(data)
@@ -368,7 +369,7 @@ class AppsFile:
         except OSError as exc:
             raise self._error("io", f"cannot write {self.path}", exc) from None
         finally:
-            if not renamed:
+            if created and not renamed:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
         _fsync_dir(self.path.parent)
