@@ -234,12 +234,17 @@ def test_stop_during_inflight_action(desk_factory: Any) -> None:
     b = desk.client("b")
     sid_a = a.call("get_app_state", app="Calculator")["result"]["state_id"]
     sid_b = b.call("get_app_state", app="Calculator")["result"]["state_id"]
-    a.send_obj({"op": "press_key", "id": 70, "app": "Calculator", "state_id": sid_a, "key": "1"})
-    b.send_obj({"op": "press_key", "id": 71, "app": "Calculator", "state_id": sid_b, "key": "2"})
     boss = desk.client("boss", name="boss")
-    import time
-
-    time.sleep(0.5)
+    a.send_obj({"op": "press_key", "id": 70, "app": "Calculator", "state_id": sid_a, "key": "1"})
+    for _ in range(500):  # wait until a's action holds the desktop, so the order is certain
+        status = boss.call("status")["result"]
+        if "press_key" in status["desktop_holder"]:
+            break
+    assert "session a" in status["desktop_holder"]
+    b.send_obj({"op": "press_key", "id": 71, "app": "Calculator", "state_id": sid_b, "key": "2"})
+    for _ in range(500):
+        if boss.call("status")["result"]["queue_depth"] == 1:
+            break
     stopped = boss.call("stop")["result"]
     assert stopped["locked"] is True and stopped["cancelled"] == 2
     ra, rb = a.recv_obj(), b.recv_obj()
