@@ -1,116 +1,79 @@
-"""The command-line grammar of ``deskhandctl``: one table, two parsers over it.
+"""The command line of ``deskhandctl``: two parsers over one grammar (:mod:`deskhandctl.grammar`).
 
-:data:`OPTIONS` and :data:`COMMANDS` describe the grammar once. :func:`parse` first tries a
-small hand-written parser that understands well-formed command lines only; anything else
-(``--help``, a misspelt option, a bad value, ``--``) goes to an ``argparse`` parser built from
-the same table, which prints help or a usage error exactly as argparse does. Why two: on a
-slow machine, importing argparse (with ``gettext`` and ``locale``) and building the parser cost
-about as much as starting Python itself, and ``deskhandctl status`` should start fast. A test
-checks that both parsers agree wherever the fast one gives an answer.
+:func:`parse` first tries a small hand-written parser that understands well-formed command lines
+only; anything else (``--help``, a misspelt option, a bad value, a missing argument, ``--``) goes
+to an ``argparse`` parser built from the same tables, which prints help or a usage error exactly
+as argparse does. Why two: on a slow machine, importing argparse (with ``gettext`` and
+``locale``) and building the parser cost about as much as starting Python itself, and
+``deskhandctl status`` should start fast. A test checks that both parsers agree wherever the fast
+one gives an answer.
 
-Global options are accepted before and after the command. Everything after ``service`` is
+The argparse twin lives in :mod:`deskhandctl.argparser`. Global options are accepted before
+and after the command; a command's own options come after it. Everything after ``service`` is
 passed untouched to ``deskhandctl.service.main``.
 """
 
 from __future__ import annotations
 
-import sys
-
 from deskhand_d import __version__
+from deskhandctl.grammar import COMMANDS, DEFAULT_TIMEOUT_S, OPTION_BY_FLAG, PASSTHROUGH, PROG
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
 
-DEFAULT_TIMEOUT_S = 10.0
-PROG = "deskhandctl"
-PASSTHROUGH = "service"
+    from deskhandctl.grammar import Command, Param
 
-
-def parse_timeout(text: str) -> float:
-    """``--timeout`` values: a number of seconds greater than zero."""
-    value = float(text)  # ValueError for anything else
-    if not value > 0 or value == float("inf"):
-        raise ValueError("must be more than 0 seconds")
-    return value
-
-
-class Option:
-    """A global option: a flag (``convert`` is None) or an option taking one value."""
-
-    __slots__ = ("convert", "default", "dest", "flag", "help", "metavar")
-
-    def __init__(
-        self,
-        flag: str,
-        help: str,  # noqa: A002 - argparse's own name for it
-        *,
-        convert: Callable[[str], object] | None = None,
-        metavar: str | None = None,
-        default: object = None,
-    ) -> None:
-        self.flag = flag
-        self.dest = flag[2:].replace("-", "_")
-        self.help = help
-        self.convert = convert
-        self.metavar = metavar
-        self.default = False if convert is None else default
-
-
-OPTIONS = (
-    Option("--json", "print the daemon's result as one JSON object on stdout"),
-    Option(
-        "--socket",
-        "the daemon's socket (default: $DESKHAND_SOCKET, else the per-user default)",
-        convert=str,
-        metavar="PATH",
-    ),
-    Option(
-        "--timeout",
-        f"give up on any single answer after this long (default {DEFAULT_TIMEOUT_S:g})",
-        convert=parse_timeout,
-        metavar="SECONDS",
-        default=DEFAULT_TIMEOUT_S,
-    ),
-    Option(
-        "--no-autostart",
-        "do not start the daemon when it is not running (also DESKHAND_NO_AUTOSTART=1)",
-    ),
-)
-_BY_FLAG = {option.flag: option for option in OPTIONS}
-
-COMMANDS = {
-    "status": "show the daemon's version, uptime, clients and request statistics",
-    "ping": "check that the daemon answers, and how fast",
-    "shutdown": "ask the daemon to stop (never starts one)",
-    "doctor": "check the computer-use backend: handshake only, never touches the desktop",
-    PASSTHROUGH: "install or uninstall the systemd/launchd user service (see 'service --help')",
-}
+__all__ = ["DEFAULT_TIMEOUT_S", "PASSTHROUGH", "Args", "parse"]
 
 DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
 EPILOG = (
-    "Exit codes: 0 ok, 1 error reply, 2 usage, 69 daemon not running, 75 timeout, "
-    "76 protocol mismatch, 77 permission refused. See docs/cli.md."
+    "Exit codes: 0 ok, 1 error reply or failed action, 2 usage, 69 daemon not running, "
+    "73 screenshot not saved, 75 timeout, 76 protocol mismatch, 77 permission refused, "
+    "130 interrupted. See docs/cli.md."
 )
 
 
 class Args:
-    """A parsed command line: ``command``, one attribute per option, ``rest`` for service."""
+    """A parsed command line.
 
-    __slots__ = ("command", "json", "no_autostart", "rest", "socket", "timeout")
+    ``command`` is the command's name (``"apps add"`` for a subcommand), ``params`` its own
+    arguments keyed by request field (None when not given), ``rest`` the words after
+    ``service``, and one attribute per global option (``timeout`` None when not given).
+    """
 
-    def __init__(self, command: str, values: dict[str, object], rest: list[str]) -> None:
+    __slots__ = (
+        "command",
+        "json",
+        "no_autostart",
+        "params",
+        "rest",
+        "session",
+        "socket",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        command: str,
+        values: dict[str, object],
+        params: dict[str, object] | None = None,
+        rest: list[str] | None = None,
+    ) -> None:
         self.command = command
-        self.rest = rest
+        self.params: dict[str, object] = params or {}
+        self.rest: list[str] = rest or []
         self.json = bool(values.get("json", False))
         self.no_autostart = bool(values.get("no_autostart", False))
         socket = values.get("socket")
         self.socket = socket if isinstance(socket, str) else None
-        timeout = values.get("timeout", DEFAULT_TIMEOUT_S)
-        self.timeout = timeout if isinstance(timeout, float) else DEFAULT_TIMEOUT_S
+        session = values.get("session")
+        self.session = session if isinstance(session, str) else None
+        timeout = values.get("timeout")
+        self.timeout = timeout if isinstance(timeout, float) else None
 
     def as_dict(self) -> dict[str, object]:
+        """Every attribute by name (the tests compare parsers with it)."""
         return {name: getattr(self, name) for name in self.__slots__}
 
 
@@ -128,130 +91,108 @@ def parse(argv: list[str]) -> Args:
 def parse_fast(argv: list[str]) -> Args | None:
     """The common, well-formed cases; None means "let argparse handle (and explain) this"."""
     values: dict[str, object] = {}
-    command: str | None = None
+    params: dict[str, object] = {}
+    words: list[str] = []
+    command: Command | None = None
+    name = ""
+    count = len(argv)
     i = 0
-    while i < len(argv):
+    while i < count:
         word = argv[i]
         i += 1
-        if not word.startswith("-") and command is None:
-            if word not in COMMANDS:
-                return None
-            command = word
-            if command == PASSTHROUGH:
-                return Args(command, values, argv[i:])
+        if word[:1] != "-":
+            if command is None:
+                command = COMMANDS.get(word)
+                if command is None:
+                    return None
+                name = word
+                if word == PASSTHROUGH:
+                    return Args(word, values, rest=argv[i:])
+            elif command.subcommands:
+                command = command.subcommands.get(word)
+                if command is None:
+                    return None
+                name = f"{name} {word}"
+            else:
+                words.append(word)
             continue
-        name, has_value, value = word.partition("=")
-        option = _BY_FLAG.get(name)
-        if option is None:
-            return None  # --help, --version after the command, typos, stray words
-        if option.convert is None:
-            if has_value:
-                return None
-            values[option.dest] = True
-            continue
+        flag, has_value, value = word.partition("=")
+        option = OPTION_BY_FLAG.get(flag)
+        param: Param | None = None
+        if option is not None:
+            if option.convert is None:
+                if has_value:
+                    return None
+                values[option.dest] = True
+                continue
+            convert = option.convert
+        else:
+            param = None if command is None else command.options.get(flag)
+            if param is None:
+                return None  # --help, --version after the command, typos, stray words
+            convert = param.convert
         if not has_value:
-            if i >= len(argv) or argv[i].startswith("-"):
+            if i >= count or argv[i][:1] == "-":
                 return None
             value = argv[i]
             i += 1
         try:
-            values[option.dest] = option.convert(value)
+            converted = convert(value)
         except ValueError:
             return None
-    if command is None:
+        if param is None:
+            values[option.dest] = converted  # type: ignore[union-attr]
+        elif param.choices is not None and converted not in param.choices:
+            return None
+        else:
+            params[param.dest] = converted
+    if command is None or command.subcommands:
         return None
-    return Args(command, values, [])
+    return _finish(command, name, values, params, words)
+
+
+def _finish(
+    command: Command,
+    name: str,
+    values: dict[str, object],
+    given: dict[str, object],
+    words: list[str],
+) -> Args | None:
+    """Place positionals, apply defaults, check requirements; None when anything is off."""
+    positionals = command.positionals
+    if len(words) > len(positionals):
+        return None
+    params: dict[str, object] = dict.fromkeys(p.dest for p in command.params)
+    params.update(given)
+    for index, param in enumerate(positionals):
+        if index >= len(words):
+            if not param.optional:
+                return None
+            continue
+        try:
+            converted = param.convert(words[index])
+        except ValueError:
+            return None
+        if param.choices is not None and converted not in param.choices:
+            return None
+        params[param.dest] = converted
+    for param in command.options.values():
+        if param.required and params[param.dest] is None:
+            return None
+    if command.check is not None and command.check(params) is not None:
+        return None
+    return Args(name, values, params)
 
 
 def parse_slow(argv: list[str]) -> Args:
     """Parse with argparse: prints help and usage errors, exits 0 or 2 through SystemExit."""
-    namespace = build_parser().parse_args(argv)
-    values = vars(namespace)
-    return Args(values.pop("command"), values, list(values.pop("rest", [])))
+    from deskhandctl.argparser import parse_slow as parse_with_argparse
+
+    return parse_with_argparse(argv)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse twin of :func:`parse_fast`, built from the same table."""
-    import argparse
+    """The argparse twin of :func:`parse_fast`, built from the same tables."""
+    from deskhandctl.argparser import build
 
-    formatter = _formatter_class()
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description=DESCRIPTION,
-        epilog=EPILOG,
-        formatter_class=formatter,
-        allow_abbrev=False,
-    )
-    parser.add_argument(
-        "--version", action="version", version=f"{PROG} {__version__}", help="print the version"
-    )
-    _add_options(parser, top=True)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, text in COMMANDS.items():
-        if name == PASSTHROUGH:
-            sub = commands.add_parser(
-                name,
-                help=text,
-                add_help=False,
-                formatter_class=formatter,
-                # No option prefix: every word after 'service' (even --help) goes to its parser.
-                prefix_chars="\0",
-            )
-            sub.add_argument("rest", nargs=argparse.REMAINDER)
-        else:
-            sub = commands.add_parser(
-                name, help=text, description=text, formatter_class=formatter, allow_abbrev=False
-            )
-            _add_options(sub, top=False)
-    return parser
-
-
-def _add_options(parser: argparse.ArgumentParser, *, top: bool) -> None:
-    import argparse
-
-    for option in OPTIONS:
-        # Below the command the defaults are SUPPRESS, so an option given before the command
-        # is not reset by the subparser's default.
-        default = option.default if top else argparse.SUPPRESS
-        if option.convert is None:
-            parser.add_argument(option.flag, action="store_true", default=default, help=option.help)
-        else:
-            parser.add_argument(
-                option.flag,
-                type=_argparse_type(option.convert),
-                metavar=option.metavar,
-                default=default,
-                help=option.help,
-            )
-
-
-def _argparse_type(convert: Callable[[str], object]) -> Callable[[str], object]:
-    import argparse
-
-    def checked(text: str) -> object:
-        try:
-            return convert(text)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {exc}") from None
-
-    return checked
-
-
-def _formatter_class() -> type[argparse.HelpFormatter]:
-    import argparse
-    import os
-
-    class Formatter(argparse.HelpFormatter):
-        """argparse's help formatter with the width given, so it does not import shutil."""
-
-        def __init__(self, prog: str) -> None:
-            try:
-                width = int(os.environ["COLUMNS"])
-            except (KeyError, ValueError):
-                try:
-                    width = os.get_terminal_size(sys.stdout.fileno()).columns
-                except (OSError, ValueError, AttributeError):
-                    width = 80
-            super().__init__(prog, width=width - 2)
-
-    return Formatter
+    return build()[0]

@@ -47,6 +47,24 @@ def resolve_socket(flag: str | None, env: Mapping[str, str] = os.environ) -> str
     return default_socket_str(env)
 
 
+def resolve_session(flag: str | None, env: Mapping[str, str] = os.environ) -> str:
+    """``--session``, else ``$DESKHAND_SESSION``, else ``cli-<uid>``; checked like ``--session``.
+
+    An explicit empty ``--session ''`` means a throwaway session; an empty variable is unset.
+    """
+    if flag is not None:
+        return flag
+    name = env.get("DESKHAND_SESSION", "")
+    if not name:
+        return f"cli-{os.getuid()}"
+    from deskhandctl.convert import parse_session
+
+    try:
+        return parse_session(name)
+    except ValueError as exc:
+        raise UsageError(f"DESKHAND_SESSION={name!r} is not a usable session name: {exc}") from None
+
+
 def autostart_allowed(flag_off: bool, env: Mapping[str, str] = os.environ) -> bool:
     """Autostart is on unless ``--no-autostart`` or ``DESKHAND_NO_AUTOSTART`` says otherwise."""
     if flag_off:
@@ -131,8 +149,14 @@ def open_session(
     autostart: bool,
     client_version: str,
     on_event: EventHook = ignore_event,
+    session_name: str = "",
+    can_answer_questions: bool = False,
 ) -> Session:
-    """Connect (starting the daemon if allowed), handshake and say hello."""
+    """Connect (starting the daemon if allowed), handshake and say hello.
+
+    ``session_name`` is the daemon session to open or resume (empty: a throwaway one);
+    ``can_answer_questions`` is what hello declares.
+    """
     try:
         sock = connect(socket_path, timeout=timeout)
     except NoListener:
@@ -144,7 +168,13 @@ def open_session(
     ws = open_websocket(sock, socket_path, timeout=timeout)
     session = Session(ws, socket_path=socket_path, on_event=on_event)
     try:
-        session.hello(name="deskhandctl", version=client_version, kind="cli")
+        session.hello(
+            name="deskhandctl",
+            version=client_version,
+            kind="cli",
+            session=session_name,
+            can_answer_questions=can_answer_questions,
+        )
     except BaseException:
         ws.abort()
         raise

@@ -9,20 +9,26 @@ code  exception                   meaning
 ====  ==========================  ======================================================
 0     (none)                      the command succeeded
 1     :class:`DaemonError`        the daemon answered with an error reply
-                                  (printed as ``code: message``)
+                                  (printed as ``code: message``); also a ``doctor`` that
+                                  found a problem and an action the backend reported as
+                                  failed (``ok: false``)
 2     :class:`UsageError`         usage error: unknown command or option, bad value
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
                                   not allowed, or did not bring one up
+73    (none)                      ``observe --screenshot FILE`` could not write FILE (the
+                                  observation itself succeeded and was printed)
 75    :class:`TimedOut`           the daemon did not answer within ``--timeout``
 76    :class:`ProtocolFailed`     handshake refused, wrong subprotocol or protocol version,
                                   or a malformed frame or message from the daemon
 77    :class:`PermissionDenied`   the socket refused us (EACCES), or the daemon hung up
                                   before answering the handshake, which is how it turns
                                   away a process of another user
+130   (KeyboardInterrupt)         interrupted with Ctrl-C (also at a question prompt,
+                                  which is then left unanswered)
 ====  ==========================  ======================================================
 
-69, 75, 76 and 77 are the ``sysexits.h`` values EX_UNAVAILABLE, EX_TEMPFAIL, EX_PROTOCOL and
-EX_NOPERM, so shell scripts and service managers can tell the cases apart.
+69, 73, 75, 76 and 77 are the ``sysexits.h`` values EX_UNAVAILABLE, EX_CANTCREAT, EX_TEMPFAIL,
+EX_PROTOCOL and EX_NOPERM, so shell scripts and service managers can tell the cases apart.
 """
 
 from __future__ import annotations
@@ -35,9 +41,11 @@ OK = 0
 DAEMON_ERROR = 1
 USAGE = 2
 NOT_RUNNING = 69
+SCREENSHOT_NOT_SAVED = 73
 TIMED_OUT = 75
 PROTOCOL_FAILED = 76
 PERMISSION_DENIED = 77
+INTERRUPTED = 130  # what shells report for a process stopped by SIGINT
 
 
 class CliError(Exception):

@@ -134,3 +134,126 @@ def doctor(result: dict[str, Any]) -> str:
         lines.append(f'problem:    {f.get("code")}: seen "{f.get("evidence")}"')
         lines.append(f"  fix: {f.get('remedy')}")
     return "\n".join(lines)
+
+
+# ----- native mode ------------------------------------------------------------------------------
+
+# Characters that could drive the terminal (C0 but tab and newline, DEL, C1) or reorder what is
+# shown (bidi controls): app and backend text is untrusted, so these are shown escaped.
+_CONTROLS = {
+    code: f"\\x{code:02x}" for code in (*range(32), *range(127, 160)) if code not in (9, 10)
+}
+_WITH_BIDI = {
+    **_CONTROLS,
+    **{ord(c): f"\\u{ord(c):04x}" for c in "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"},
+    **{ord(c): f"\\u{ord(c):04x}" for c in "\u2066\u2067\u2068\u2069"},
+}
+_NEWLINES = str.maketrans({"\r": "\n", "\u2028": "\n", "\u2029": "\n"})
+
+
+def printable(text: str, *, bidi: bool = False) -> str:
+    """``text`` safe for a terminal: control characters (and with ``bidi`` the bidirectional
+    controls) as ``\\x1b``-style escapes; newlines kept, ``\\r\\n`` and lone ``\\r`` as newlines."""
+    text = text.replace("\r\n", "\n").translate(_NEWLINES)
+    return text.translate(_WITH_BIDI if bidi else _CONTROLS)
+
+
+def quoted(text: str, *, limit: int = 4000) -> str:
+    """Untrusted text as a quotation: every line behind ``> ``, at most ``limit`` characters."""
+    cut = len(text) - limit
+    body = printable(text[:limit] if cut > 0 else text, bidi=True)
+    lines = [f"  > {line}" for line in body.split("\n")]
+    if cut > 0:
+        lines.append(f"  (and {cut} more characters, not shown)")
+    return "\n".join(lines)
+
+
+def _state_line(state_id: object, expires_in_s: object = None) -> str:
+    valid = f", valid {expires_in_s:g} s" if isinstance(expires_in_s, int | float) else ""
+    return f"state: {state_id} (single use{valid})"
+
+
+def observation(result: dict[str, Any], screenshot_note: str | None) -> str:
+    """``observe``: the tree, what became of the screenshot, and the state id on the last line."""
+    lines = [printable(str(result.get("text", ""))).rstrip("\n")]
+    if screenshot_note:
+        lines.append(f"screenshot: {screenshot_note}")
+    if result.get("approval_reason"):
+        lines.append(f"approval: {printable(str(result['approval_reason']))}")
+    lines.append(_state_line(result.get("state_id", "?"), result.get("expires_in_s")))
+    return "\n".join(lines)
+
+
+def action(result: dict[str, Any]) -> str:
+    """An ``action`` result: the backend's text, how it was delivered, the new state id."""
+    lines = [printable(str(result.get("text", ""))).rstrip("\n")]
+    delivery = f"delivery: {result.get('delivery', '?')}"
+    if result.get("ok") is False:
+        delivery += " (the backend reported an error, see above)"
+    lines.append(delivery)
+    if result.get("approval_reason"):
+        lines.append(f"approval: {printable(str(result['approval_reason']))}")
+    if result.get("state_id"):
+        lines.append(_state_line(result["state_id"]))
+    return "\n".join(lines)
+
+
+def allowed_apps(result: dict[str, Any]) -> str:
+    """``apps list`` and ``apps add``: the allowlist, what the backend granted, the file."""
+    apps = [str(app) for app in result.get("apps") or []]
+    granted = [str(app) for app in result.get("granted") or []]
+    lines = []
+    added = result.get("added")
+    if added is not None:
+        lines.append("added to the allowlist" if added else "already on the allowlist")
+    lines.append(f"allowed apps ({len(apps)}): " + (", ".join(apps) if apps else "none"))
+    lines.append("granted by the backend: " + (", ".join(granted) if granted else "none"))
+    lines.append(f"allowlist file: {result.get('file', '?')}")
+    return printable("\n".join(lines))
+
+
+def mode(result: dict[str, Any]) -> str:
+    """``mode``: the session's mode and why, if the daemon says."""
+    reason = result.get("reason")
+    return f"mode: {result.get('mode', '?')}" + (f" ({printable(str(reason))})" if reason else "")
+
+
+def lock(result: dict[str, Any]) -> str:
+    """``stop`` and ``unlock``: whether the daemon is locked, by whom, what was cancelled."""
+    if not result.get("locked"):
+        return "deskhand-d is unlocked: native actions are accepted again"
+    by = f" by {result['by']}" if result.get("by") else ""
+    return (
+        f"deskhand-d is stopped and locked{by}; {result.get('cancelled', 0)} request(s) "
+        "cancelled. 'deskhandctl unlock' releases it."
+    )
+
+
+def refusal(data: dict[str, Any]) -> str | None:
+    """What an error reply's ``data.delivery`` means for the desktop, or None."""
+    delivery = data.get("delivery")
+    if delivery == "unknown":
+        return "outcome unknown: the action may or may not have happened; observe again"
+    if delivery == "refused":
+        return "refused: nothing was sent to the desktop"
+    return None
+
+
+def result(command: str, result: dict[str, Any]) -> str:
+    """Any other result, by its kind (so an op whose result kind is new still prints)."""
+    kind = result.get("kind")
+    if kind == "action":
+        return action(result)
+    if kind == "app_list":
+        return printable(str(result.get("text", ""))).rstrip("\n")
+    if kind == "allowed_apps":
+        return allowed_apps(result)
+    if kind == "mode":
+        return mode(result)
+    if kind == "lock":
+        return lock(result)
+    if kind == "done":
+        detail = result.get("detail")
+        return f"{command}: done" + (f" ({printable(str(detail))})" if detail else "")
+    fields = ", ".join(f"{k}: {v}" for k, v in result.items() if k != "kind")
+    return printable(f"{command}: {kind}" + (f" ({fields})" if fields else ""))

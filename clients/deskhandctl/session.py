@@ -1,9 +1,11 @@
 """The Deskhand client protocol over one open WebSocket, JSON-encoded with the standard library.
 
-A :class:`Session` sends ``hello`` first (:meth:`Session.hello`), then one request at a time
-(:meth:`Session.request`) with ids counting up from 1. Replies are matched by id; ``event``
-messages that arrive in between go to the ``on_event`` hook, so later commands can react to
-them (for example by printing a question) without touching the request loop.
+A :class:`Session` sends ``hello`` first (:meth:`Session.hello`), then requests with ids counting
+up from 1. :meth:`Session.request` sends one and waits for its reply; ``event`` messages that
+arrive meanwhile go to the ``on_event`` hook, which may itself send a request (the CLI answers a
+question that way while the original request is still pending). Replies are matched by id: a
+reply to another request of ours that is still outstanding is kept until its caller asks for it,
+so the order in which the daemon answers does not matter.
 
 Failures leave as :mod:`deskhandctl.exitcodes` exceptions with messages for people: an ``error``
 reply becomes :class:`DaemonError`; a broken or unexpected message, :class:`ProtocolFailed`; a
@@ -13,8 +15,7 @@ lost connection, :class:`NotRunning`; a deadline, :class:`TimedOut`. The wire sh
 
 from __future__ import annotations
 
-import json
-
+from deskhandctl import jsonwire
 from deskhandctl.exitcodes import DaemonError, NotRunning, ProtocolFailed, TimedOut
 from deskhandctl.wsclient import ConnectionClosed, ConnectionLost, WebSocket
 from deskhandctl.wsframes import (
@@ -42,11 +43,11 @@ _PROTOCOL_CLOSE_CODES = frozenset(
 
 
 def ignore_event(event: dict[str, Any]) -> None:
-    """The default event hook: this CLI has no use for unsolicited events yet."""
+    """The default event hook: drop the event."""
 
 
 class Session:
-    """One protocol conversation with the daemon. Not thread-safe; one request at a time."""
+    """One protocol conversation with the daemon. Not thread-safe."""
 
     def __init__(
         self, ws: WebSocket, *, socket_path: str, on_event: EventHook = ignore_event
@@ -56,14 +57,30 @@ class Session:
         self.on_event = on_event
         self.welcome: dict[str, Any] = {}
         self._next_id = 1
+        self._outstanding: dict[int, str] = {}  # request id -> op, sent and not yet answered
+        self._early: dict[int, dict[str, Any]] = {}  # replies that came before they were asked for
 
-    def hello(self, *, name: str, version: str, kind: str = "cli") -> dict[str, Any]:
-        """Introduce ourselves; return the ``welcome`` result after checking its version."""
-        params = {
+    def hello(
+        self,
+        *,
+        name: str,
+        version: str,
+        kind: str = "cli",
+        session: str = "",
+        can_answer_questions: bool = False,
+    ) -> dict[str, Any]:
+        """Introduce ourselves; return the ``welcome`` result after checking its version.
+
+        ``session`` names the daemon session to open or resume (empty: a throwaway one);
+        ``can_answer_questions`` promises that someone here can answer question events.
+        """
+        params: dict[str, Any] = {
             "protocol": PROTOCOL_VERSION,
             "client": {"name": name, "version": version, "kind": kind},
-            "can_answer_questions": False,
+            "can_answer_questions": can_answer_questions,
         }
+        if session:
+            params["session"] = session
         welcome = self._call("hello", params, hello=True)
         if welcome.get("kind") != "welcome":
             raise ProtocolFailed(f"the daemon answered hello with {welcome.get('kind')!r}")
@@ -80,31 +97,21 @@ class Session:
         """Send ``op`` with ``params``; return the ``result`` object of the matching reply."""
         return self._call(op, params, hello=False)
 
+    def outstanding(self, request_id: object) -> bool:
+        """Whether ``request_id`` is one of ours still waiting for its reply."""
+        return request_id in self._outstanding
+
     def _call(self, op: str, params: dict[str, Any], *, hello: bool) -> dict[str, Any]:
         request_id = self._next_id
         self._next_id += 1
-        message = json.dumps({"op": op, "id": request_id, **params}, separators=(",", ":"))
+        message = jsonwire.dumps_compact({"op": op, "id": request_id, **params})
         try:
             self.ws.send(message)
-            while True:
-                reply = self._decode(self.ws.receive())
-                kind = reply.get("type")
-                if kind == "event":
-                    event = reply.get("event")
-                    if isinstance(event, dict):
-                        self.on_event(event)
-                    continue
-                if kind not in ("result", "error"):
-                    raise self._broken(f"a message of unknown type {kind!r}")
-                reply_id = reply.get("id")
-                if reply_id != request_id and not (kind == "error" and reply_id is None):
-                    raise self._broken(f"a reply to request {reply_id!r}, which we never sent")
-                if kind == "error":
-                    raise self._error_reply(reply.get("error"), hello=hello)
-                result = reply.get("result")
-                if not isinstance(result, dict):
-                    raise self._broken("a result that is not an object")
-                return result
+            self._outstanding[request_id] = op
+            try:
+                reply = self._wait(request_id)
+            finally:
+                self._outstanding.pop(request_id, None)
         except WebSocketError as exc:
             raise self._translate(exc) from None
         except TimeoutError:
@@ -112,6 +119,34 @@ class Session:
                 f"deskhand-d did not answer {op!r} in time; it may be stuck. "
                 "Try again with a larger --timeout, or restart it."
             ) from None
+        if reply.get("type") == "error":
+            raise self._error_reply(reply.get("error"), hello=hello)
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            raise self._broken("a result that is not an object")
+        return result
+
+    def _wait(self, request_id: int) -> dict[str, Any]:
+        """The reply to ``request_id``, handing events to the hook meanwhile."""
+        while True:
+            early = self._early.pop(request_id, None)
+            if early is not None:
+                return early
+            reply = self._decode(self.ws.receive())
+            kind = reply.get("type")
+            if kind == "event":
+                event = reply.get("event")
+                if isinstance(event, dict):
+                    self.on_event(event)
+                continue
+            if kind not in ("result", "error"):
+                raise self._broken(f"a message of unknown type {kind!r}")
+            reply_id = reply.get("id")
+            if reply_id == request_id or (kind == "error" and reply_id is None):
+                return reply
+            if type(reply_id) is not int or reply_id not in self._outstanding:
+                raise self._broken(f"a reply to request {reply_id!r}, which we never sent")
+            self._early[reply_id] = reply
 
     def close(self) -> None:
         """End the conversation with a normal close handshake (never raises)."""
@@ -121,7 +156,7 @@ class Session:
         if isinstance(payload, bytes):
             raise self._broken("a binary message on a JSON connection")
         try:
-            value = json.loads(payload)
+            value = jsonwire.loads(payload)
         except ValueError:
             raise self._broken("a message that is not JSON") from None
         if not isinstance(value, dict):

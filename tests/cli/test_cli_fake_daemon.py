@@ -16,74 +16,7 @@ import trio
 import trio_websocket
 from deskhandctl.__main__ import main
 from deskhandctl.session import Session
-
-WsStart = Callable[..., Awaitable[str]]
-Script = Callable[[dict[str, Any]], list[dict[str, Any]]]
-
-WELCOME = {
-    "kind": "welcome",
-    "daemon_version": "9.9.9",
-    "protocol": 1,
-    "session_id": "s1",
-    "pid": 4242,
-}
-STATUS = {
-    "kind": "status",
-    "version": "9.9.9",
-    "pid": 4242,
-    "uptime_s": 3725.0,
-    "socket": "/run/user/1/deskhand/deskhand.sock",
-    "protocol": 1,
-    "subprotocols": ["deskhand.v1.msgpack", "deskhand.v1.json"],
-    "clients": [
-        {
-            "name": "deskhandctl",
-            "kind": "cli",
-            "version": "0.1.0",
-            "pid": 77,
-            "uid": 1000,
-            "connected_s": 0.01,
-        }
-    ],
-    "ops": {"hello": {"count": 3, "errors": 0, "p50_ms": 0.4, "p90_ms": 0.9, "p99_ms": 1.25}},
-}
-
-
-def standard(request: dict[str, Any]) -> list[dict[str, Any]]:
-    results = {
-        "hello": WELCOME,
-        "status": STATUS,
-        "ping": {"kind": "pong", "data": ""},
-        "shutdown": {"kind": "shutting_down"},
-    }
-    return [{"type": "result", "id": request["id"], "result": results[request["op"]]}]
-
-
-def with_overrides(**by_op: list[dict[str, Any]] | Callable[[int], list[dict[str, Any]]]) -> Script:
-    def script(request: dict[str, Any]) -> list[dict[str, Any]]:
-        override = by_op.get(request["op"])
-        if override is None:
-            return standard(request)
-        return override(request["id"]) if callable(override) else override
-
-    return script
-
-
-def fake_daemon(script: Script, received: list[dict[str, Any]] | None = None) -> Any:
-    async def handler(ws: trio_websocket.WebSocketConnection) -> None:
-        while True:
-            request = json.loads(await ws.get_message())
-            if received is not None:
-                received.append(request)
-            for reply in script(request):
-                await ws.send_message(json.dumps(reply))
-
-    return handler
-
-
-async def run_cli(*argv: str) -> int:
-    with trio.fail_after(20):
-        return await trio.to_thread.run_sync(lambda: main(list(argv)))
+from fake_daemon import STATUS, WELCOME, WsStart, fake_daemon, run_cli, standard, with_overrides
 
 
 async def test_status_human_output(ws_server: WsStart, capsys: pytest.CaptureFixture[str]) -> None:

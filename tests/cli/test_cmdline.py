@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from deskhandctl.__main__ import main
-from deskhandctl.cmdline import DEFAULT_TIMEOUT_S, parse, parse_fast, parse_slow
-from hypothesis import given
+from deskhandctl.cmdline import parse, parse_fast, parse_slow
+from deskhandctl.grammar import APPS_HINT
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 WORDS = [
@@ -29,7 +30,36 @@ WORDS = [
     "--",
     "-x",
     "--jso",
+    "observe",
+    "Calculator",
+    "--screenshot",
+    "click",
+    "--app",
+    "--state",
+    "--index",
+    "5",
+    "--x",
+    "--y",
+    "--count",
+    "--button=left",
+    "drag",
+    "--from",
+    "1,2",
+    "--to=3,4",
+    "type",
+    "mode",
+    "jev",
+    "turn",
+    "begin",
+    "apps",
+    "add",
+    "list",
+    "remove",
+    "--session",
+    "work.1",
+    "stop",
 ]
+CLICK = ["click", "--app", "A", "--state", "S"]
 
 
 def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
@@ -48,6 +78,94 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
         (["--socket", "/s", "status"], {"command": "status", "socket": "/s"}),
         (["status", "--socket=/s"], {"command": "status", "socket": "/s"}),
         (["--timeout", "0.5", "shutdown"], {"command": "shutdown", "timeout": 0.5}),
+        (["--session", "w.1", "turn", "begin"], {"command": "turn begin", "session": "w.1"}),
+        (["turn", "end", "--session="], {"command": "turn end", "session": ""}),
+        (
+            ["observe", "Calculator", "--screenshot", "/tmp/s.jpg", "--json"],
+            {
+                "command": "observe",
+                "json": True,
+                "params": {"app": "Calculator", "screenshot": "/tmp/s.jpg"},
+            },
+        ),
+        (
+            [*CLICK, "--index", "5"],
+            {
+                "command": "click",
+                "params": {
+                    "app": "A",
+                    "state_id": "S",
+                    "element_index": 5,
+                    "x": None,
+                    "y": None,
+                    "click_count": None,
+                    "mouse_button": None,
+                },
+            },
+        ),
+        (
+            [*CLICK, "--x=1.5", "--y", "2", "--count", "3", "--button", "middle"],
+            {
+                "command": "click",
+                "params": {
+                    "app": "A",
+                    "state_id": "S",
+                    "element_index": None,
+                    "x": 1.5,
+                    "y": 2.0,
+                    "click_count": 3,
+                    "mouse_button": "middle",
+                },
+            },
+        ),
+        (
+            ["type", "--app", "A", "hello world", "--state", "S"],
+            {"command": "type", "params": {"app": "A", "state_id": "S", "text": "hello world"}},
+        ),
+        (
+            ["drag", "--app", "A", "--state", "S", "--from", "1,2", "--to=3.5,4"],
+            {
+                "command": "drag",
+                "params": {"app": "A", "state_id": "S", "from": (1.0, 2.0), "to": (3.5, 4.0)},
+            },
+        ),
+        (
+            [
+                "select-text",
+                "--app",
+                "A",
+                "--state",
+                "S",
+                "--index",
+                "0",
+                "t",
+                "--selection",
+                "text",
+            ],
+            {
+                "command": "select-text",
+                "params": {
+                    "app": "A",
+                    "state_id": "S",
+                    "element_index": 0,
+                    "text": "t",
+                    "prefix": None,
+                    "suffix": None,
+                    "selection": "text",
+                },
+            },
+        ),
+        (["mode"], {"command": "mode", "params": {"mode": None}}),
+        (
+            ["mode", "--json", "native"],
+            {"command": "mode", "json": True, "params": {"mode": "native"}},
+        ),
+        (
+            ["apps", "--json", "add", "Calendar"],
+            {"command": "apps add", "json": True, "params": {"app": "Calendar"}},
+        ),
+        (["apps", "list"], {"command": "apps list"}),
+        (["stop", "--no-autostart"], {"command": "stop", "no_autostart": True}),
         (["status", "--no-autostart"], {"command": "status", "no_autostart": True}),
         (
             ["service", "install", "--dry-run"],
@@ -63,8 +181,10 @@ def test_fast_parser_reads_common_command_lines(
     defaults: dict[str, object] = {
         "json": False,
         "socket": None,
-        "timeout": DEFAULT_TIMEOUT_S,
+        "timeout": None,
         "no_autostart": False,
+        "session": None,
+        "params": {},
         "rest": [],
     }
     fast = parse_fast(argv)
@@ -73,7 +193,8 @@ def test_fast_parser_reads_common_command_lines(
     assert slow_or_exit(argv) == fast.as_dict()
 
 
-@given(st.lists(st.sampled_from(WORDS), max_size=6))
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(WORDS), max_size=8))
 def test_fast_parser_never_disagrees_with_argparse(argv: list[str]) -> None:
     """Wherever the fast parser answers, argparse accepts the same line with the same meaning."""
     fast = parse_fast(argv)
@@ -94,6 +215,38 @@ def test_fast_parser_never_disagrees_with_argparse(argv: list[str]) -> None:
         ["--jso", "status"],
         ["status", "--version"],
         ["--json=yes", "status"],
+        ["--session", "has space", "observe", "A"],
+        ["observe"],
+        ["observe", "A", "B"],
+        ["--app", "A", "observe", "B"],
+        CLICK,
+        [*CLICK, "--index", "1", "--x", "1", "--y", "2"],
+        [*CLICK, "--x", "1"],
+        [*CLICK, "--index", "-1"],
+        [*CLICK, "--index", "1", "--count", "4"],
+        [*CLICK, "--index", "1", "--button", "back"],
+        ["click", "--app", "A", "--index", "1"],
+        ["type", "--app", "A", "--state", "S", ""],
+        ["type", "--app", "A", "--state", "S"],
+        ["scroll", "--app", "A", "--state", "S", "--index", "1", "--direction", "sideways"],
+        [
+            "scroll",
+            "--app",
+            "A",
+            "--state",
+            "S",
+            "--index",
+            "1",
+            "--direction",
+            "up",
+            "--pages",
+            "0",
+        ],
+        ["drag", "--app", "A", "--state", "S", "--from", "1", "--to", "2,3"],
+        ["mode", "turbo"],
+        ["turn"],
+        ["turn", "pause"],
+        ["launch"],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,6 +255,49 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     err = capsys.readouterr().err
     assert err.startswith("usage: deskhandctl")
     assert "error:" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "problem"),
+    [
+        (CLICK, "say what to click: --index N, or --x X --y Y"),
+        (
+            [*CLICK, "--index", "1", "--x", "1", "--y", "2"],
+            "give either --index or --x and --y, not both",
+        ),
+        ([*CLICK, "--y", "1"], "--x and --y go together"),
+    ],
+)
+def test_click_target_errors_name_the_fix(
+    argv: list[str], problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """click needs exactly one target; the usage error says which options to give."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: deskhandctl click")
+    assert f"error: {problem}" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["apps", "remove", "Calculator"],
+        ["apps", "replace", "Calculator"],
+        ["apps", "add", "Calculator", "TextEdit"],
+        ["apps", "add"],
+        ["apps", "list", "Calculator"],
+        ["apps"],
+    ],
+)
+def test_apps_misuse_explains_what_apps_never_does(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """apps only lists or adds one app; other uses exit 2 and say so (and where the file is)."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: deskhandctl apps")
+    assert APPS_HINT in err
+    assert "never removes or replaces apps" in err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,6 +314,29 @@ def test_help_lists_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) 
     out = capsys.readouterr().out
     for word in ("status", "ping", "shutdown", "service", "--no-autostart", "69", "77"):
         assert word in out
+    for word in (
+        "observe",
+        "click",
+        "secondary-action",
+        "list-apps",
+        "apps",
+        "turn",
+        "stop",
+        "unlock",
+        "--session",
+    ):
+        assert word in out
+
+
+@pytest.mark.parametrize(
+    "command", ["observe", "click", "select-text", "drag", "apps add", "turn end", "mode"]
+)
+def test_command_help_shows_its_arguments(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each command's --help lists its own arguments and the global options."""
+    assert main([*command.split(), "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: deskhandctl {command}")
+    assert "--json" in out and "--session" in out
 
 
 def test_parse_raises_system_exit_for_help() -> None:

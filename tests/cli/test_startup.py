@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+import trio
 from dhtest.daemon import DaemonProc, daemon_env
+from fake_daemon import WsStart, fake_daemon, standard
 
 # Run a command in-process, then report every module it loaded (on stderr, after its output).
 _PROBE = """
@@ -62,6 +66,33 @@ def test_common_commands_stay_light(daemon: DaemonProc, command: str) -> None:
     assert "deskhandctl.wsclient" in modules  # the probe really ran the command
     assert roots(modules) & FORBIDDEN == set()
     assert "pathlib" not in modules  # an explicit --socket needs no default path
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["observe", "Calculator", "--screenshot", "shot.jpg"],
+        ["--json", "observe", "Calculator"],
+        ["click", "--app", "Calculator", "--state", "s1", "--index", "3"],
+        ["drag", "--app", "Calculator", "--state", "s1", "--from", "1,2", "--to", "3,4"],
+    ],
+)
+async def test_desktop_commands_stay_light(
+    ws_server: WsStart, tmp_path: Path, argv: list[str]
+) -> None:
+    """observe (saving a screenshot) and the actions import none of the forbidden modules either."""
+    path = await ws_server(fake_daemon(standard))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DESKHAND_")}
+    argv = [str(tmp_path / a) if a == "shot.jpg" else a for a in argv]
+    with trio.fail_after(30):
+        code, modules = await trio.to_thread.run_sync(
+            lambda: loaded_modules("--socket", path, *argv, env=env)
+        )
+    assert code == 0
+    assert "deskhandctl.commands" in modules
+    assert roots(modules) & FORBIDDEN == set()
+    assert "argparse" not in modules and "pathlib" not in modules
 
 
 @pytest.mark.slow

@@ -1,0 +1,174 @@
+"""The argparse twin of :func:`deskhandctl.cmdline.parse_fast`, built from the same tables.
+
+Imported only when the fast parser declines a command line (``--help``, usage errors, unusual
+spellings such as ``--``), so argparse, gettext and locale stay off the common path. Usage
+errors print the usage of the command concerned, plus its hint (``apps`` explains what it
+never does), and exit 2 through ``SystemExit`` as argparse does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING, NoReturn
+
+from deskhand_d import __version__
+from deskhandctl.cmdline import DESCRIPTION, EPILOG, Args
+from deskhandctl.grammar import COMMANDS, OPTIONS, PASSTHROUGH, PROG, leaf
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from deskhandctl.grammar import Command, Param
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, adding the command's hint (if any) to its usage errors."""
+
+    hint = ""
+
+    def error(self, message: str) -> NoReturn:
+        """Print usage and ``message`` (and the hint) to stderr; exit 2."""
+        super().error(f"{message}\n{self.hint}" if self.hint else message)
+
+
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter with the width given, so it does not import shutil."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            width = int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            try:
+                width = os.get_terminal_size(sys.stdout.fileno()).columns
+            except (OSError, ValueError, AttributeError):
+                width = 80
+        super().__init__(prog, width=width - 2)
+
+
+def parse_slow(argv: list[str]) -> Args:
+    """Parse ``argv`` with argparse; help and usage errors leave through SystemExit."""
+    parser, by_name = build()
+    namespace, extras = parser.parse_known_args(argv)
+    values = vars(namespace)
+    name = str(values.pop("command"))
+    sub = values.pop("subcommand", None)
+    if sub is not None:
+        name = f"{name} {sub}"
+    target = by_name.get(name, parser)
+    if extras:
+        target.error(f"unrecognized arguments: {' '.join(extras)}")
+    rest = list(values.pop("rest", []))
+    options = {o.dest: values.pop(o.dest) for o in OPTIONS if o.dest in values}
+    if name != PASSTHROUGH:
+        check = leaf(name).check
+        problem = None if check is None else check(values)
+        if problem is not None:
+            target.error(problem)
+    return Args(name, options, values, rest)
+
+
+def build() -> tuple[Parser, dict[str, Parser]]:
+    """The parser, and the parser of each command by name (for usage errors found later)."""
+    parser = Parser(
+        prog=PROG,
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=Formatter,
+        allow_abbrev=False,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"{PROG} {__version__}", help="print the version"
+    )
+    _add_options(parser, top=True)
+    by_name: dict[str, Parser] = {}
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=Parser
+    )
+    for name, command in COMMANDS.items():
+        if name == PASSTHROUGH:
+            sub = commands.add_parser(
+                name,
+                help=command.help,
+                add_help=False,
+                formatter_class=Formatter,
+                # No option prefix: every word after 'service' (even --help) goes to its parser.
+                prefix_chars="\0",
+            )
+            sub.add_argument("rest", nargs=argparse.REMAINDER)
+            continue
+        sub = _command_parser(commands, command)
+        by_name[name] = sub
+        if command.subcommands:
+            nested = sub.add_subparsers(
+                dest="subcommand", required=True, metavar="ACTION", parser_class=Parser
+            )
+            for child in command.subcommands.values():
+                by_name[f"{name} {child.name}"] = _command_parser(nested, child)
+    return parser, by_name
+
+
+def _command_parser(commands: argparse._SubParsersAction[Parser], command: Command) -> Parser:
+    sub = commands.add_parser(
+        command.name,
+        help=command.help,
+        description=command.help,
+        formatter_class=Formatter,
+        allow_abbrev=False,
+    )
+    sub.hint = command.hint
+    _add_options(sub, top=False)
+    for param in command.params:
+        _add_param(sub, param)
+    return sub
+
+
+def _add_param(parser: Parser, param: Param) -> None:
+    convert = _argparse_type(param.convert)
+    if param.positional:
+        parser.add_argument(
+            param.dest,
+            metavar=param.flag,
+            type=convert,
+            choices=param.choices,
+            nargs="?" if param.optional else None,
+            help=param.help,
+        )
+    else:
+        parser.add_argument(
+            param.flag,
+            dest=param.dest,
+            metavar=param.metavar,
+            type=convert,
+            choices=param.choices,
+            required=param.required,
+            help=param.help,
+        )
+
+
+def _add_options(parser: Parser, *, top: bool) -> None:
+    for option in OPTIONS:
+        # Below the command the defaults are SUPPRESS, so an option given before the command
+        # is not reset by the subparser's default.
+        default = option.default if top else argparse.SUPPRESS
+        if option.convert is None:
+            parser.add_argument(option.flag, action="store_true", default=default, help=option.help)
+        else:
+            parser.add_argument(
+                option.flag,
+                type=_argparse_type(option.convert),
+                metavar=option.metavar,
+                default=default,
+                help=option.help,
+            )
+
+
+def _argparse_type(convert: Callable[[str], object]) -> Callable[[str], object]:
+    def checked(text: str) -> object:
+        try:
+            return convert(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"invalid value {text!r}: {exc}") from None
+
+    return checked

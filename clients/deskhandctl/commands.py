@@ -1,0 +1,168 @@
+"""Run one parsed command over an open session: send its request, print the result, pick the code.
+
+Requests are built from the grammar (:mod:`deskhandctl.grammar`): every non-local argument goes
+into the request under its ``dest``, which is the protocol's field name; an ``X,Y`` point fills
+``<dest>_x`` and ``<dest>_y``. Output is the human form from :mod:`deskhandctl.render`, or with
+``--json`` the result object as one line of JSON (``observe`` puts the saved screenshot's path
+where the base64 bytes were). Failures are exceptions from :mod:`deskhandctl.exitcodes`; the exit
+code of a result that is itself bad news (an unhealthy ``doctor``, an action the backend reported
+as failed) is returned.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from deskhandctl import jsonwire, render
+from deskhandctl.exitcodes import DAEMON_ERROR, OK, SCREENSHOT_NOT_SAVED, TimedOut
+from deskhandctl.grammar import leaf
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Command
+    from deskhandctl.session import Session
+
+
+def print_json(value: object) -> None:
+    """One line of JSON on stdout."""
+    print(jsonwire.dumps_readable(value))
+
+
+def request_fields(command: Command, params: dict[str, object]) -> dict[str, object]:
+    """The request's fields from the parsed arguments: given, non-local ones under their dest."""
+    fields: dict[str, object] = {}
+    for param in command.params:
+        value = params.get(param.dest)
+        if value is None or param.local:
+            continue
+        if isinstance(value, tuple):
+            fields[f"{param.dest}_x"], fields[f"{param.dest}_y"] = value
+        else:
+            fields[param.dest] = value
+    return fields
+
+
+def op_for(command: Command, params: dict[str, object]) -> str:
+    """The op to send: the command's, except that ``mode MODE`` sets where ``mode`` gets."""
+    if command.op == "mode_get" and params.get("mode") is not None:
+        return "mode_set"
+    return command.op
+
+
+def run(session: Session, args: Args) -> int:
+    """Run ``args.command`` on ``session``; return the exit code."""
+    name = args.command
+    if name == "status":
+        return _show(args, session.request("status"), render.status)
+    if name == "ping":
+        import time
+
+        started = time.perf_counter()
+        result = session.request("ping")
+        elapsed = time.perf_counter() - started
+        return _show(args, result, lambda _: render.pong(session.welcome, elapsed))
+    if name == "shutdown":
+        result = session.request("shutdown")
+        return _show(args, result, lambda _: render.shutting_down(session.welcome))
+    if name == "doctor":
+        result = session.request("doctor")
+        _show(args, result, render.doctor)
+        healthy = bool(result.get("handshake_ok")) and not (
+            result.get("findings") or result.get("schema_differences")
+        )
+        return OK if healthy else DAEMON_ERROR
+    command = leaf(name)
+    op = op_for(command, args.params)
+    try:
+        result = session.request(op, **request_fields(command, args.params))
+    except TimedOut as exc:
+        if not command.acts:
+            raise
+        raise TimedOut(
+            f"{exc.message} The action may or may not have happened: observe again before acting."
+        ) from None
+    if name == "observe":
+        return _observe(args, result)
+    code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
+    _show(args, result, lambda r: render.result(name, r))
+    return code
+
+
+def _show(args: Args, result: dict[str, Any], human: Any) -> int:
+    if args.json:
+        print_json(result)
+    else:
+        print(human(result))
+    return OK
+
+
+def _observe(args: Args, result: dict[str, Any]) -> int:
+    """Print an observation; with ``--screenshot FILE`` save the screenshot there first."""
+    path = args.params.get("screenshot")
+    data = result.get("screenshot")
+    shown = {**result, "screenshot": None}
+    shown.setdefault("approval_reason", None)
+    note: str | None = None
+    failure: str | None = None
+    if isinstance(path, str):
+        if isinstance(data, str) and data:
+            try:
+                size = save_screenshot(path, data)
+            except (OSError, ValueError) as exc:
+                failure = f"the screenshot was not saved to {path}: {_why(exc)}"
+                shown["screenshot_error"] = failure
+                note = "not saved (see the error below)"
+            else:
+                shown["screenshot"] = path
+                mime = result.get("screenshot_mime") or "unknown type"
+                note = f"saved to {path} ({mime}, {size} bytes)"
+        else:
+            note = f"the backend sent none, so {path} was not written"
+    elif data:
+        note = "available; add --screenshot FILE to save it"
+    if args.json:
+        print_json(shown)
+    else:
+        print(render.observation(result, note))
+    if failure is not None:
+        print(f"deskhandctl: {failure}", file=sys.stderr)
+        return SCREENSHOT_NOT_SAVED
+    return OK
+
+
+def save_screenshot(path: str, data: str) -> int:
+    """Write base64 ``data`` decoded to ``path`` with mode 0600; return the byte count.
+
+    The file is created or truncated, made 0600 before any byte is written, and never written
+    through a symbolic link. ValueError when ``data`` is not base64, OSError from the system.
+    """
+    import binascii
+    import os
+
+    try:
+        raw = binascii.a2b_base64(data, strict_mode=True)
+    except binascii.Error as exc:
+        raise ValueError(f"the daemon sent a screenshot that is not base64 ({exc})") from None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    return len(raw)
+
+
+def _why(exc: Exception) -> str:
+    import errno
+
+    if isinstance(exc, OSError):
+        if exc.errno == errno.ELOOP:
+            return "it is a symbolic link, which deskhandctl does not write through"
+        return exc.strerror or str(exc)
+    return str(exc)

@@ -1,0 +1,128 @@
+"""What ``deskhandctl`` does with events the daemon pushes while a request is pending.
+
+Notices go to stderr as one line (not with ``--json``). A question (``backend_approval``,
+``app_consent``, ``full_trace``) is a decision only the person may take: when stdin and stderr
+are terminals the CLI declared ``can_answer_questions`` in its hello, shows the question on
+stderr with the backend's text quoted as untrusted, reads ``y``/``yes`` from stdin to accept
+(anything else, an empty line or end of file declines) and sends the ``answer`` op. The pending
+request then carries on and its own reply is printed as usual. Without a terminal nothing is
+answered, and the daemon cancels the question. Ctrl-C at the prompt sends no answer: the
+KeyboardInterrupt leaves through ``main`` (exit 130), the connection closes and the daemon
+cancels the question. Nothing here ever answers ``accept`` on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from deskhandctl import render
+from deskhandctl.exitcodes import DaemonError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, TextIO
+
+    from deskhandctl.session import Session
+
+_WHAT = {
+    "backend_approval": "the computer-use backend asks for approval to use {app}",
+    "app_consent": "your consent is needed to use {app}",
+    "full_trace": "a full trace of this task would be recorded ({app})",
+}
+_YES = frozenset({"y", "yes"})
+
+
+def terminal_attached() -> bool:
+    """Whether someone can answer a question here: stdin and stderr are both terminals."""
+    try:
+        return os.isatty(0) and os.isatty(2)
+    except OSError:
+        return False
+
+
+class EventHandler:
+    """The session's event hook. Assign :attr:`session` once the session is open."""
+
+    def __init__(
+        self,
+        *,
+        show_notices: bool,
+        interactive: bool,
+        stdin: TextIO | None = None,
+        stderr: TextIO | None = None,
+    ) -> None:
+        self.show_notices = show_notices
+        self.interactive = interactive
+        self.session: Session | None = None
+        self._stdin = stdin
+        self._stderr = stderr
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        """Handle one event; unknown kinds are ignored, as the protocol asks."""
+        kind = event.get("kind")
+        if kind == "notice":
+            line = render.notice(event)
+            if line is not None and self.show_notices:
+                self._say(line)
+        elif kind == "question":
+            self._question(event)
+
+    def _question(self, event: dict[str, Any]) -> None:
+        question_id, text = event.get("id"), event.get("text")
+        session = self.session
+        if not (isinstance(question_id, str) and question_id and isinstance(text, str)):
+            return  # not a question we could answer by id
+        if session is None or not session.outstanding(event.get("request_id")):
+            return  # not about a request of ours that is still pending
+        if not self.interactive:
+            self._say(
+                f"deskhand-d asked a question ({self._what(event)}) that needs a person at a "
+                "terminal; none is attached, so it stays unanswered and the daemon cancels it."
+            )
+            return
+        choice = self._ask(event, text)
+        try:
+            session.request("answer", question_id=question_id, choice=choice)
+        except DaemonError as exc:
+            # The question may have ended meanwhile; the request's own reply will say how.
+            self._say(f"deskhandctl: the daemon did not take the answer: {exc.message}")
+
+    def _ask(self, event: dict[str, Any], text: str) -> str:
+        """Show the question and read the person's decision: ``accept`` or ``decline``."""
+        choices = event.get("choices")
+        can_accept = not isinstance(choices, list) or "accept" in choices
+        self._say(
+            f"\ndeskhand-d needs your decision: {self._what(event)}.\n"
+            "Its message, quoted as received (untrusted text from the backend, not from "
+            "Deskhand):\n" + render.quoted(text)
+        )
+        stderr = self._stderr or sys.stderr
+        stdin = self._stdin or sys.stdin
+        stderr.write("Accept? [y/N] " if can_accept else "It can only be declined. [Enter] ")
+        stderr.flush()
+        try:
+            line = stdin.readline()
+        except KeyboardInterrupt:
+            stderr.write("\n")
+            raise
+        accepted = can_accept and line.strip().lower() in _YES
+        if not line.endswith("\n"):
+            stderr.write("\n")  # end of file: keep the next output on a line of its own
+        self._say("accepted" if accepted else "declined")
+        return "accept" if accepted else "decline"
+
+    @staticmethod
+    def _what(event: dict[str, Any]) -> str:
+        """The question in words, naming the app (both shown escaped: they are untrusted)."""
+        app = render.printable(str(event.get("app") or "an app"), bidi=True)
+        question = str(event.get("question", ""))
+        template = _WHAT.get(question)
+        if template is None:
+            return f"{render.printable(question or 'a question', bidi=True)} ({app})"
+        return template.format(app=app)
+
+    def _say(self, line: str) -> None:
+        stderr = self._stderr or sys.stderr
+        stderr.write(line + "\n")
+        stderr.flush()

@@ -1,0 +1,404 @@
+"""The command-line grammar of ``deskhandctl`` as data: global options, commands, their arguments.
+
+:mod:`deskhandctl.cmdline` builds both of its parsers from these tables, and
+:mod:`deskhandctl.commands` builds each request from them: a :class:`Param`'s ``dest`` is the
+request field it fills (``--index`` fills ``element_index``), so the wire names are written
+once, here. A test checks every ``dest`` against ``deskhand_d.protocol.requests``.
+
+Importing this module builds small tuples and dicts only; it is on every command's start-up
+path, so it must stay free of imports beyond the standard library's cheapest.
+"""
+
+from __future__ import annotations
+
+from deskhandctl.convert import (
+    parse_count,
+    parse_index,
+    parse_number,
+    parse_pages,
+    parse_point,
+    parse_session,
+    parse_text,
+    parse_timeout,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    Check = Callable[[dict[str, object]], str | None]
+
+PROG = "deskhandctl"
+PASSTHROUGH = "service"
+DEFAULT_TIMEOUT_S = 10.0
+DESKTOP_TIMEOUT_S = 60.0
+"""Default ``--timeout`` for commands that may start the backend or wait on it."""
+# ----- the tables -----------------------------------------------------------------------------
+
+
+class Option:
+    """A global option: a flag (``convert`` is None) or an option taking one value."""
+
+    __slots__ = ("convert", "default", "dest", "flag", "help", "metavar")
+
+    def __init__(
+        self,
+        flag: str,
+        help: str,  # noqa: A002 - argparse's own name for it
+        *,
+        convert: Callable[[str], object] | None = None,
+        metavar: str | None = None,
+    ) -> None:
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        self.help = help
+        self.convert = convert
+        self.metavar = metavar
+        self.default: object = False if convert is None else None
+
+
+class Param:
+    """One argument of one command: positional (``--``-less name) or an option with a value.
+
+    ``dest`` is the request field it fills; ``local`` params (``--screenshot``) are for the CLI
+    only and never sent. A positional with ``optional`` may be left out; an option is required
+    only with ``required``.
+    """
+
+    __slots__ = (
+        "choices",
+        "convert",
+        "dest",
+        "flag",
+        "help",
+        "local",
+        "metavar",
+        "optional",
+        "required",
+    )
+
+    def __init__(
+        self,
+        flag: str,
+        dest: str,
+        help: str,  # noqa: A002
+        *,
+        convert: Callable[[str], object] = str,
+        metavar: str | None = None,
+        choices: tuple[str, ...] | None = None,
+        required: bool = False,
+        optional: bool = False,
+        local: bool = False,
+    ) -> None:
+        self.flag = flag
+        self.dest = dest
+        self.help = help
+        self.convert = convert
+        self.metavar = metavar
+        self.choices = choices
+        self.required = required
+        self.optional = optional
+        self.local = local
+
+    @property
+    def positional(self) -> bool:
+        return not self.flag.startswith("-")
+
+
+class Command:
+    """A command (or an ``apps``/``turn`` subcommand): what it sends and how it runs.
+
+    ``op`` is the request it sends; ``session`` says whether it opens the named session
+    (commands that use the session's state); ``timeout`` is its ``--timeout`` default;
+    ``desktop`` commands reach the backend: they open the session and wait longer by default;
+    ``autostart`` whether it may start a daemon; ``check`` rejects argument combinations the
+    parsers cannot express (its message becomes a usage error); ``hint`` is added to every usage
+    error of this command.
+    """
+
+    __slots__ = (
+        "autostart",
+        "check",
+        "help",
+        "hint",
+        "name",
+        "op",
+        "options",
+        "params",
+        "positionals",
+        "session",
+        "subcommands",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        help: str,  # noqa: A002
+        op: str = "",
+        params: tuple[Param, ...] = (),
+        *,
+        session: bool = False,
+        desktop: bool = False,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        autostart: bool = True,
+        check: Check | None = None,
+        subcommands: tuple[Command, ...] = (),
+        hint: str = "",
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.op = op or name
+        self.params = params
+        self.positionals = tuple(p for p in params if p.positional)
+        self.options = {p.flag: p for p in params if not p.positional}
+        self.session = session or desktop
+        self.timeout = DESKTOP_TIMEOUT_S if desktop else timeout
+        self.autostart = autostart
+        self.check = check
+        self.subcommands = {sub.name: sub for sub in subcommands}
+        self.hint = hint
+
+    @property
+    def acts(self) -> bool:
+        """Whether this command acts on the desktop with a state id (its outcome may be unknown)."""
+        return "--state" in self.options
+
+
+OPTIONS = (
+    Option("--json", "print the daemon's result as one JSON object on stdout"),
+    Option(
+        "--socket",
+        "the daemon's socket (default: $DESKHAND_SOCKET, else the per-user default)",
+        convert=str,
+        metavar="PATH",
+    ),
+    Option(
+        "--timeout",
+        f"give up on any single answer after this long (default {DEFAULT_TIMEOUT_S:g}; "
+        f"{DESKTOP_TIMEOUT_S:g} for doctor and the commands that use the desktop)",
+        convert=parse_timeout,
+        metavar="SECONDS",
+    ),
+    Option(
+        "--no-autostart",
+        "do not start the daemon when it is not running (also DESKHAND_NO_AUTOSTART=1)",
+    ),
+    Option(
+        "--session",
+        "the daemon session to use (default: $DESKHAND_SESSION, else cli-<uid>; '' for a "
+        "throwaway one)",
+        convert=parse_session,
+        metavar="NAME",
+    ),
+)
+OPTION_BY_FLAG = {option.flag: option for option in OPTIONS}
+
+
+def _click_target(params: dict[str, object]) -> str | None:
+    has_index = params.get("element_index") is not None
+    has_x, has_y = params.get("x") is not None, params.get("y") is not None
+    if has_index and (has_x or has_y):
+        return "give either --index or --x and --y, not both"
+    if has_x != has_y:
+        return "--x and --y go together"
+    if not (has_index or has_x):
+        return "say what to click: --index N, or --x X --y Y"
+    return None
+
+
+def _target(*extra: Param) -> tuple[Param, ...]:
+    """``--app`` and ``--state``, then the action's own params."""
+    return (
+        Param("--app", "app", "the app, as observed", metavar="APP", required=True),
+        Param(
+            "--state",
+            "state_id",
+            "the state id from the last observation (single use)",
+            metavar="ID",
+            required=True,
+        ),
+        *extra,
+    )
+
+
+def _index(help_text: str) -> Param:
+    return Param(
+        "--index", "element_index", help_text, convert=parse_index, metavar="N", required=True
+    )
+
+
+def _point(flag: str, dest: str, help_text: str) -> Param:
+    """A required ``X,Y`` option; the request gets ``<dest>_x`` and ``<dest>_y``."""
+    return Param(flag, dest, help_text, convert=parse_point, metavar="X,Y", required=True)
+
+
+_SHOT = "save the screenshot to this file (mode 0600)"
+_BUTTONS = ("left", "right", "middle")
+_WAYS = ("up", "down", "left", "right")
+_SELECTIONS = ("text", "cursor_before", "cursor_after")
+
+
+APPS_HINT = (
+    "deskhandctl apps lists the allowlist ('apps list') or adds exactly one app to it "
+    "('apps add NAME', one app per command). It never removes or replaces apps: to do that, "
+    "edit the file that 'deskhandctl apps list' names."
+)
+
+COMMANDS: dict[str, Command] = {
+    c.name: c
+    for c in (
+        Command("status", "show the daemon's version, uptime, clients and request statistics"),
+        Command("ping", "check that the daemon answers, and how fast"),
+        Command("shutdown", "ask the daemon to stop (never starts one)", autostart=False),
+        Command(
+            "doctor",
+            "check the computer-use backend: handshake only, never touches the desktop",
+            timeout=DESKTOP_TIMEOUT_S,
+        ),
+        Command(
+            "observe",
+            "show an app's accessibility tree and a fresh state id for one action",
+            "get_app_state",
+            (
+                Param("APP", "app", "the app: name, bundle id or path"),
+                Param("--screenshot", "screenshot", _SHOT, metavar="FILE", local=True),
+            ),
+            desktop=True,
+        ),
+        Command(
+            "click",
+            "click an element (--index) or a point in the screenshot (--x, --y)",
+            "click",
+            _target(
+                Param("--index", "element_index", "the element", convert=parse_index, metavar="N"),
+                Param("--x", "x", "screenshot x coordinate", convert=parse_number, metavar="X"),
+                Param("--y", "y", "screenshot y coordinate", convert=parse_number, metavar="Y"),
+                Param("--count", "click_count", "1, 2 or 3", convert=parse_count, metavar="N"),
+                Param("--button", "mouse_button", "mouse button", choices=_BUTTONS),
+            ),
+            check=_click_target,
+            desktop=True,
+        ),
+        Command(
+            "type",
+            "type text into the focused element",
+            "type_text",
+            _target(Param("TEXT", "text", "the text to type", convert=parse_text)),
+            desktop=True,
+        ),
+        Command(
+            "press",
+            "press a key or key combination (e.g. Return, super+a)",
+            "press_key",
+            _target(Param("KEY", "key", "the key", convert=parse_text)),
+            desktop=True,
+        ),
+        Command(
+            "scroll",
+            "scroll an element",
+            "scroll",
+            _target(
+                _index("the element to scroll"),
+                Param("--direction", "direction", "which way", choices=_WAYS, required=True),
+                Param("--pages", "pages", "how far (default 1)", convert=parse_pages, metavar="P"),
+            ),
+            desktop=True,
+        ),
+        Command(
+            "set-value",
+            "set an element's value",
+            "set_value",
+            _target(_index("the element"), Param("VALUE", "value", "the new value")),
+            desktop=True,
+        ),
+        Command(
+            "select-text",
+            "select text in an element, or put the cursor next to it",
+            "select_text",
+            _target(
+                _index("the element"),
+                Param("TEXT", "text", "the text to select"),
+                Param("--prefix", "prefix", "text just before it", metavar="P"),
+                Param("--suffix", "suffix", "text just after it", metavar="S"),
+                Param("--selection", "selection", "what to select", choices=_SELECTIONS),
+            ),
+            desktop=True,
+        ),
+        Command(
+            "drag",
+            "drag from one screenshot point to another",
+            "drag",
+            _target(
+                _point("--from", "from", "start point"),
+                _point("--to", "to", "end point"),
+            ),
+            desktop=True,
+        ),
+        Command(
+            "secondary-action",
+            "perform one of an element's secondary actions (as the observation lists them)",
+            "perform_secondary_action",
+            _target(
+                _index("the element"), Param("ACTION", "action", "its name", convert=parse_text)
+            ),
+            desktop=True,
+        ),
+        Command("list-apps", "list the apps the backend can see", "list_apps", desktop=True),
+        Command(
+            "launch",
+            "launch an app",
+            "launch_app",
+            (Param("APP", "app", "the app: name, bundle id or path"),),
+            desktop=True,
+        ),
+        Command(
+            "mode",
+            "show the session's mode, or set it",
+            "mode_get",
+            (Param("MODE", "mode", "the mode to set", choices=("native", "jev"), optional=True),),
+            session=True,
+        ),
+        Command(
+            "turn",
+            "begin or end a turn (ending one retires its state ids)",
+            subcommands=(
+                Command("begin", "start a new turn", "turn_begin", session=True),
+                Command("end", "end the current turn", "turn_end", session=True),
+            ),
+        ),
+        Command(
+            "apps",
+            "show the app allowlist, or add one app to it",
+            subcommands=(
+                Command("list", "show the allowlist and its file", "apps_list", hint=APPS_HINT),
+                Command(
+                    "add",
+                    "add one app to the allowlist (only at the person's request)",
+                    "apps_add",
+                    (Param("NAME", "app", "the app's name"),),
+                    hint=APPS_HINT,
+                ),
+            ),
+            hint=APPS_HINT,
+        ),
+        Command(
+            "stop",
+            "emergency stop: cancel everything and lock the daemon (never starts one)",
+            "stop",
+            autostart=False,
+        ),
+        Command("unlock", "release the emergency stop", "unlock"),
+        Command(
+            PASSTHROUGH,
+            "install or uninstall the systemd/launchd user service (see 'service --help')",
+        ),
+    )
+}
+
+
+def leaf(name: str) -> Command:
+    """The command ``name`` names: ``"status"``, or ``"apps add"`` for a subcommand."""
+    head, _, sub = name.partition(" ")
+    command = COMMANDS[head]
+    return command.subcommands[sub] if sub else command
