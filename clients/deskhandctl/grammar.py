@@ -11,16 +11,7 @@ path, so it must stay free of imports beyond the standard library's cheapest.
 
 from __future__ import annotations
 
-from deskhandctl.convert import (
-    parse_count,
-    parse_index,
-    parse_number,
-    parse_pages,
-    parse_point,
-    parse_session,
-    parse_text,
-    parse_timeout,
-)
+from deskhandctl import convert as c
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,6 +24,8 @@ PASSTHROUGH = "service"
 DEFAULT_TIMEOUT_S = 10.0
 DESKTOP_TIMEOUT_S = 60.0
 """Default ``--timeout`` for commands that may start the backend or wait on it."""
+
+
 # ----- the tables -----------------------------------------------------------------------------
 
 
@@ -177,7 +170,7 @@ OPTIONS = (
         "--timeout",
         f"give up on any single answer after this long (default {DEFAULT_TIMEOUT_S:g}; "
         f"{DESKTOP_TIMEOUT_S:g} for doctor and the commands that use the desktop)",
-        convert=parse_timeout,
+        convert=c.parse_timeout,
         metavar="SECONDS",
     ),
     Option(
@@ -188,7 +181,7 @@ OPTIONS = (
         "--session",
         "the daemon session to use (default: $DESKHAND_SESSION, else cli-<uid>; '' for a "
         "throwaway one)",
-        convert=parse_session,
+        convert=c.parse_session,
         metavar="NAME",
     ),
 )
@@ -212,11 +205,7 @@ def _target(*extra: Param) -> tuple[Param, ...]:
     return (
         Param("--app", "app", "the app, as observed", metavar="APP", required=True),
         Param(
-            "--state",
-            "state_id",
-            "the state id from the last observation (single use)",
-            metavar="ID",
-            required=True,
+            "--state", "state_id", "the observed state id (single use)", metavar="ID", required=True
         ),
         *extra,
     )
@@ -224,13 +213,13 @@ def _target(*extra: Param) -> tuple[Param, ...]:
 
 def _index(help_text: str) -> Param:
     return Param(
-        "--index", "element_index", help_text, convert=parse_index, metavar="N", required=True
+        "--index", "element_index", help_text, convert=c.parse_index, metavar="N", required=True
     )
 
 
 def _point(flag: str, dest: str, help_text: str) -> Param:
     """A required ``X,Y`` option; the request gets ``<dest>_x`` and ``<dest>_y``."""
-    return Param(flag, dest, help_text, convert=parse_point, metavar="X,Y", required=True)
+    return Param(flag, dest, help_text, convert=c.parse_point, metavar="X,Y", required=True)
 
 
 _SHOT = "save the screenshot to this file (mode 0600)"
@@ -246,8 +235,8 @@ APPS_HINT = (
 )
 
 COMMANDS: dict[str, Command] = {
-    c.name: c
-    for c in (
+    cmd.name: cmd
+    for cmd in (
         Command("status", "show the daemon's version, uptime, clients and request statistics"),
         Command("ping", "check that the daemon answers, and how fast"),
         Command("shutdown", "ask the daemon to stop (never starts one)", autostart=False),
@@ -271,10 +260,12 @@ COMMANDS: dict[str, Command] = {
             "click an element (--index) or a point in the screenshot (--x, --y)",
             "click",
             _target(
-                Param("--index", "element_index", "the element", convert=parse_index, metavar="N"),
-                Param("--x", "x", "screenshot x coordinate", convert=parse_number, metavar="X"),
-                Param("--y", "y", "screenshot y coordinate", convert=parse_number, metavar="Y"),
-                Param("--count", "click_count", "1, 2 or 3", convert=parse_count, metavar="N"),
+                Param(
+                    "--index", "element_index", "the element", convert=c.parse_index, metavar="N"
+                ),
+                Param("--x", "x", "screenshot x coordinate", convert=c.parse_number, metavar="X"),
+                Param("--y", "y", "screenshot y coordinate", convert=c.parse_number, metavar="Y"),
+                Param("--count", "click_count", "1, 2 or 3", convert=c.parse_count, metavar="N"),
                 Param("--button", "mouse_button", "mouse button", choices=_BUTTONS),
             ),
             check=_click_target,
@@ -284,14 +275,14 @@ COMMANDS: dict[str, Command] = {
             "type",
             "type text into the focused element",
             "type_text",
-            _target(Param("TEXT", "text", "the text to type", convert=parse_text)),
+            _target(Param("TEXT", "text", "the text to type", convert=c.parse_text)),
             desktop=True,
         ),
         Command(
             "press",
             "press a key or key combination (e.g. Return, super+a)",
             "press_key",
-            _target(Param("KEY", "key", "the key", convert=parse_text)),
+            _target(Param("KEY", "key", "the key", convert=c.parse_text)),
             desktop=True,
         ),
         Command(
@@ -301,7 +292,9 @@ COMMANDS: dict[str, Command] = {
             _target(
                 _index("the element to scroll"),
                 Param("--direction", "direction", "which way", choices=_WAYS, required=True),
-                Param("--pages", "pages", "how far (default 1)", convert=parse_pages, metavar="P"),
+                Param(
+                    "--pages", "pages", "how far (default 1)", convert=c.parse_pages, metavar="P"
+                ),
             ),
             desktop=True,
         ),
@@ -340,7 +333,7 @@ COMMANDS: dict[str, Command] = {
             "perform one of an element's secondary actions (as the observation lists them)",
             "perform_secondary_action",
             _target(
-                _index("the element"), Param("ACTION", "action", "its name", convert=parse_text)
+                _index("the element"), Param("ACTION", "action", "its name", convert=c.parse_text)
             ),
             desktop=True,
         ),

@@ -48,6 +48,22 @@ def _client_line(client: object) -> str:
     )
 
 
+def _native_lines(result: dict[str, Any]) -> list[str]:
+    """Native mode's part of ``status`` (absent from daemons that predate it)."""
+    if not any(key in result for key in ("sessions", "queue_depth", "desktop_holder")):
+        return []
+    holder = result.get("desktop_holder") or "nobody"
+    lines = [
+        f"  native    {result.get('sessions', '?')} session(s), {result.get('queue_depth', '?')} "
+        f"queued, desktop held by {holder}"
+    ]
+    if result.get("locked_by"):
+        lines.append(
+            f"  LOCKED    emergency stop by {result['locked_by']}; 'deskhandctl unlock' releases it"
+        )
+    return lines
+
+
 def status(result: dict[str, Any]) -> str:
     """The ``status`` summary: who, since when, where, who is connected, how requests went."""
     subprotocols = result.get("subprotocols")
@@ -62,6 +78,7 @@ def status(result: dict[str, Any]) -> str:
     clients = clients if isinstance(clients, list) else []
     lines.append(f"  clients   {len(clients)} connected")
     lines.extend(_client_line(client) for client in clients)
+    lines.extend(_native_lines(result))
     ops = result.get("ops")
     if not isinstance(ops, dict) or not ops:
         lines.append("  requests  none yet")
@@ -199,15 +216,15 @@ def action(result: dict[str, Any]) -> str:
 
 
 def allowed_apps(result: dict[str, Any]) -> str:
-    """``apps list`` and ``apps add``: the allowlist, what the backend granted, the file."""
+    """``apps list`` and ``apps add``: the allowlist, the apps added to its file, the file."""
     apps = [str(app) for app in result.get("apps") or []]
-    granted = [str(app) for app in result.get("granted") or []]
+    added_apps = [str(app) for app in result.get("granted") or []]
     lines = []
     added = result.get("added")
     if added is not None:
         lines.append("added to the allowlist" if added else "already on the allowlist")
     lines.append(f"allowed apps ({len(apps)}): " + (", ".join(apps) if apps else "none"))
-    lines.append("granted by the backend: " + (", ".join(granted) if granted else "none"))
+    lines.append("added with 'apps add': " + (", ".join(added_apps) if added_apps else "none"))
     lines.append(f"allowlist file: {result.get('file', '?')}")
     return printable("\n".join(lines))
 
@@ -236,6 +253,10 @@ def refusal(data: dict[str, Any]) -> str | None:
         return "outcome unknown: the action may or may not have happened; observe again"
     if delivery == "refused":
         return "refused: nothing was sent to the desktop"
+    if delivery == "dispatched":
+        text = data.get("text")
+        said = f"; it said:\n{quoted(text, limit=2000)}" if isinstance(text, str) and text else ""
+        return f"dispatched: the backend received the action and answered{said}"
     return None
 
 

@@ -157,7 +157,7 @@ async def test_json_output_is_the_result(
             ["apps", "list"],
             [
                 "allowed apps (2): Calculator, TextEdit",
-                "granted by the backend: Calculator",
+                "added with 'apps add': Calculator",
                 "allowlist file: /home/u/.config/deskhand/apps.json",
             ],
         ),

@@ -79,3 +79,51 @@ def test_only_notices_are_shown() -> None:
     """Notice events become one line; other event kinds are not shown."""
     assert render.notice({"kind": "notice", "message": "stopping"}) == "deskhand-d: stopping"
     assert render.notice({"kind": "question"}) is None
+
+
+def test_status_shows_native_mode_and_the_lock() -> None:
+    """A daemon with native mode reports sessions, queue and holder; a lock stands out."""
+    result = {
+        "sessions": 2,
+        "queue_depth": 1,
+        "desktop_holder": "cli-0 / deskhandctl (pid 9)",
+        "locked_by": "",
+    }
+    assert (
+        "  native    2 session(s), 1 queued, desktop held by cli-0 / deskhandctl (pid 9)"
+        in render.status(result)
+    )
+    locked = render.status({**result, "desktop_holder": "", "locked_by": "deskhandctl (pid 5)"})
+    assert "desktop held by nobody" in locked
+    assert (
+        "  LOCKED    emergency stop by deskhandctl (pid 5); 'deskhandctl unlock' releases it"
+        in locked
+    )
+    assert "native" not in render.status({})
+
+
+@pytest.mark.parametrize(
+    ("data", "note"),
+    [
+        (
+            {"delivery": "unknown"},
+            "outcome unknown: the action may or may not have happened; observe again",
+        ),
+        ({"delivery": "refused", "app": "X"}, "refused: nothing was sent to the desktop"),
+        (
+            {"delivery": "dispatched", "text": "The user changed\x1b[0m it"},
+            "dispatched: the backend received the action and answered; it said:\n  > The user changed\\x1b[0m it",
+        ),
+        ({}, None),
+    ],
+)
+def test_refusal_notes(data: dict[str, object], note: str | None) -> None:
+    """data.delivery of an error reply becomes one plain sentence (backend text quoted)."""
+    assert render.refusal(data) == note
+
+
+def test_quoted_untrusted_text() -> None:
+    """Quoted text: every line behind '> ', controls and bidi overrides escaped, long text cut."""
+    assert render.quoted("a\r\nb\u202ec\u2028d") == "  > a\n  > b\\u202ec\n  > d"
+    assert render.quoted("x" * 10, limit=4) == "  > xxxx\n  (and 6 more characters, not shown)"
+    assert render.printable("tab\tok, bell\x07, csi\x9b") == "tab\tok, bell\\x07, csi\\x9b"

@@ -40,6 +40,9 @@ FORBIDDEN = {
     "email",
     "http",
     "logging",
+    "json",  # deskhandctl.jsonwire uses the C accelerator _json without the package
+    "re",
+    "enum",
 }
 
 
