@@ -156,17 +156,7 @@ class NativeService:
             raise E.BackendError("the backend returned an empty observation; observe again")
         info = treeinfo.inspect(out.text)
         image = out.images[0] if out.images else None
-        state_id = session.states.mint(
-            StateRecord(
-                state_id=new_state_id(),
-                app=app,
-                turn=session.turn,
-                created=trio.current_time(),
-                indices=info.indices,
-                has_screenshot=image is not None,
-                backend_generation=self.backend.processes_started,
-            )
-        )
+        state_id = self._mint(session, app, info, has_screenshot=image is not None)
         session.recovery.discard(app)
         return Outcome(
             text=out.text,
@@ -186,7 +176,7 @@ class NativeService:
         self.check_app(app)
         self.check_recovery(session, app, observing=False)
         self.check_mode(session, app)
-        session.states.consume(
+        used = session.states.consume(
             state_id,
             use,
             turn=session.turn,
@@ -213,25 +203,39 @@ class NativeService:
             )
         new_state = None
         info = treeinfo.inspect(out.text)
-        if not out.is_error and out.kind is Kind.OK and info.complete:
-            new_state = session.states.mint(
-                StateRecord(
-                    state_id=new_state_id(),
-                    app=app,
-                    turn=session.turn,
-                    created=trio.current_time(),
-                    indices=info.indices,
-                    has_screenshot=False,  # coordinates always need a get_app_state screenshot
-                    backend_generation=self.backend.processes_started,
-                    action_returned=True,
-                )
-            )
+        same_process = bool(info.identity) and info.identity == used.identity
+        if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
+            # Coordinates always need a get_app_state screenshot, so this state has none.
+            new_state = self._mint(session, app, info, has_screenshot=False, action_returned=True)
         return Outcome(
             text=out.text,
             delivery="dispatched",
             ok=not out.is_error,
             state_id=new_state,
             approval_reason=res.approval_reason,
+        )
+
+    def _mint(
+        self,
+        session: Session,
+        app: str,
+        info: treeinfo.TreeInfo,
+        *,
+        has_screenshot: bool,
+        action_returned: bool = False,
+    ) -> str:
+        return session.states.mint(
+            StateRecord(
+                state_id=new_state_id(),
+                app=app,
+                turn=session.turn,
+                created=trio.current_time(),
+                indices=info.indices,
+                has_screenshot=has_screenshot,
+                backend_generation=self.backend.processes_started,
+                identity=info.identity,
+                action_returned=action_returned,
+            )
         )
 
     async def launch(self, app: str) -> str:

@@ -42,6 +42,7 @@ class StateRecord:
     indices: frozenset[int]
     has_screenshot: bool
     backend_generation: int
+    identity: str = ""  # the App= identity (bundle id) the tree came from
     action_returned: bool = False
     consumed: bool = False
     invalidated: str = ""  # why it was retired without being used, if it was
