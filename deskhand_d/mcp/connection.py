@@ -23,9 +23,9 @@ Theory of operation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import structlog
 import trio
@@ -41,7 +41,7 @@ from deskhand_d.errors import (
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
 from deskhand_d.mcp.fastlock import FastLock
-from deskhand_d.mcp.info import CallResult, LaunchSpec, ServerInfo
+from deskhand_d.mcp.info import ApprovalCallback, CallResult, LaunchSpec, ServerInfo
 from deskhand_d.mcp.process import Died, PendingCall, Process
 from deskhand_d.mcp.results import Kind, classify
 from deskhand_d.mcp.session import ErrorResponse, Response, ServerRequest
@@ -53,8 +53,6 @@ log = structlog.get_logger("deskhand.backend")
 
 PROTOCOL_VERSION: Final = "2025-06-18"
 CLIENT_INFO: Final = {"name": "deskhand", "version": __version__}
-
-ApprovalCallback = Callable[[ap.Confirmation], Awaitable[Literal["accept", "decline"]]]
 
 
 class BackendConnection:
@@ -295,7 +293,7 @@ class BackendConnection:
                         data={"cause": "timeout", "phase": "call", "tool": name},
                     )
                 if isinstance(event, ServerRequest):
-                    answer = await self._decide(proc, call, event, on_approval)
+                    answer = await proc.decide(call, event, on_approval)
                     await proc.answer(event, ap.reply_for(answer))
                     continue
                 break
@@ -334,50 +332,6 @@ class BackendConnection:
             usable=not call.result_during_approval,
             elapsed_s=elapsed,
         )
-
-    async def _decide(
-        self,
-        proc: Process,
-        call: PendingCall,
-        req: ServerRequest,
-        on_approval: ApprovalCallback | None,
-    ) -> ap.Answer:
-        """Ask the person (the deadline is paused: we are not waiting for the backend)."""
-        request = ap.classify(req.params)
-        assert isinstance(request, ap.Confirmation)
-        if call.result_during_approval:
-            # The backend already answered the call (in the same read as this request).
-            answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
-        elif on_approval is None:
-            answer = call.approvals.settle("cancel", ap.Reason.HANDLER_UNAVAILABLE)
-        else:
-            call.decide_scope = trio.CancelScope()
-            proc.release_reader()  # the idle watcher answers pings meanwhile
-            try:
-                with call.decide_scope:
-                    decision = await on_approval(request)
-            except trio.Cancelled:
-                # The caller gave up while the person was deciding: never accept for them.
-                call.approvals.settle("cancel", ap.Reason.CALLER_CANCELLED)
-                with trio.CancelScope(shield=True):
-                    await proc.answer(req, ap.reply_for("cancel"))
-                raise
-            except Exception:
-                log.exception("backend.approval_handler_failed")
-                answer = call.approvals.settle("cancel", ap.Reason.HANDLER_ERROR)
-            else:
-                if call.decide_scope.cancelled_caught:
-                    # The backend answered the call before the person did.
-                    answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
-                elif decision == "accept":
-                    answer = call.approvals.settle("accept", ap.Reason.USER_ACCEPTED)
-                else:
-                    answer = call.approvals.settle("decline", ap.Reason.USER_DECLINED)
-            finally:
-                call.decide_scope = None
-                proc.claim_reader()
-        log.info("backend.approval", answer=answer, reason=call.approvals.reasons[-1])
-        return answer
 
     async def _cancel_remote(self, proc: Process, rid: int, reason: str) -> None:
         proc.session.forget(rid)

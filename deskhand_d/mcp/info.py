@@ -6,12 +6,16 @@ import cycle. No behaviour beyond small lookups.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
+from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.results import ToolOutput
+
+ApprovalCallback = Callable[[ap.Confirmation], Awaitable[Literal["accept", "decline"]]]
 
 
 @dataclass(frozen=True, slots=True)

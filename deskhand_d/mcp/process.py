@@ -25,7 +25,7 @@ import trio
 
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.fastlock import FastLock
-from deskhand_d.mcp.info import ServerInfo
+from deskhand_d.mcp.info import ApprovalCallback, ServerInfo
 from deskhand_d.mcp.session import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -229,3 +229,46 @@ class Process:
             log.warning("backend.died", cause=died.cause, detail=died.detail)
         if self.current is not None:
             self.current.mailbox.put(died)
+
+    async def decide(
+        self,
+        call: PendingCall,
+        req: ServerRequest,
+        on_approval: ApprovalCallback | None,
+    ) -> ap.Answer:
+        """Ask the person (the deadline is paused: we are not waiting for the backend)."""
+        request = ap.classify(req.params)
+        assert isinstance(request, ap.Confirmation)
+        if call.result_during_approval:
+            # The backend already answered the call (in the same read as this request).
+            answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
+        elif on_approval is None:
+            answer = call.approvals.settle("cancel", ap.Reason.HANDLER_UNAVAILABLE)
+        else:
+            call.decide_scope = trio.CancelScope()
+            self.release_reader()  # the idle watcher answers pings meanwhile
+            try:
+                with call.decide_scope:
+                    decision = await on_approval(request)
+            except trio.Cancelled:
+                # The caller gave up while the person was deciding: never accept for them.
+                call.approvals.settle("cancel", ap.Reason.CALLER_CANCELLED)
+                with trio.CancelScope(shield=True):
+                    await self.answer(req, ap.reply_for("cancel"))
+                raise
+            except Exception:
+                log.exception("backend.approval_handler_failed")
+                answer = call.approvals.settle("cancel", ap.Reason.HANDLER_ERROR)
+            else:
+                if call.decide_scope.cancelled_caught:
+                    # The backend answered the call before the person did.
+                    answer = call.approvals.settle("cancel", ap.Reason.INCOMPLETE_REQUEST)
+                elif decision == "accept":
+                    answer = call.approvals.settle("accept", ap.Reason.USER_ACCEPTED)
+                else:
+                    answer = call.approvals.settle("decline", ap.Reason.USER_DECLINED)
+            finally:
+                call.decide_scope = None
+                self.claim_reader()
+        log.info("backend.approval", answer=answer, reason=call.approvals.reasons[-1])
+        return answer
