@@ -218,7 +218,7 @@ def action(result: dict[str, Any]) -> str:
 def allowed_apps(result: dict[str, Any]) -> str:
     """``apps list`` and ``apps add``: the allowlist, the apps added to its file, the file."""
     apps = [str(app) for app in result.get("apps") or []]
-    added_apps = [str(app) for app in result.get("granted") or []]
+    added_apps = [str(app) for app in result.get("in_apps_file") or []]
     lines = []
     added = result.get("added")
     if added is not None:

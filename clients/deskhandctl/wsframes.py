@@ -43,7 +43,9 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_MESSAGE_TOO_BIG = 1009
 CLOSE_INTERNAL_ERROR = 1011
 
-DEFAULT_MAX_MESSAGE_SIZE = 16 * 1024 * 1024
+# The daemon accepts and may send messages up to 64 MiB by default (a large screenshot in
+# base64); the client takes as much.
+DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 MAX_CONTROL_PAYLOAD = 125
 
 _DATA_OPCODES = frozenset({OP_CONTINUATION, OP_TEXT, OP_BINARY})

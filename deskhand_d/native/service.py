@@ -12,7 +12,8 @@ ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatc
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,6 +67,16 @@ class Outcome:
     approval_reason: str | None = None
 
 
+@contextmanager
+def _refused_if_raised() -> Iterator[None]:
+    """Mark a gate's refusal as ``delivery: refused``: nothing reached the backend."""
+    try:
+        yield
+    except E.DeskhandError as exc:
+        exc.data.setdefault("delivery", "refused")
+        raise
+
+
 class NativeService:
     def __init__(
         self,
@@ -98,7 +109,7 @@ class NativeService:
             raise E.Locked(
                 f"the emergency stop is engaged (by {self.locked_by}); nothing runs until "
                 "`deskhandctl unlock`",
-                data={"by": self.locked_by},
+                data={"by": self.locked_by, "delivery": "refused"},
             )
 
     def check_app(self, app: str) -> None:
@@ -135,9 +146,10 @@ class NativeService:
 
     async def observe(self, caller: Caller, app: str) -> Outcome:
         session = caller.session
-        self.check_unlocked()
-        self.check_app(app)
-        self.check_recovery(session, app, observing=True)
+        with _refused_if_raised():
+            self.check_unlocked()
+            self.check_app(app)
+            self.check_recovery(session, app, observing=True)
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
         out = res.output
@@ -172,17 +184,18 @@ class NativeService:
         self, caller: Caller, tool: str, app: str, state_id: str, args: dict[str, Any], use: Use
     ) -> Outcome:
         session = caller.session
-        self.check_unlocked()
-        self.check_app(app)
-        self.check_recovery(session, app, observing=False)
-        self.check_mode(session, app)
-        used = session.states.consume(
-            state_id,
-            use,
-            turn=session.turn,
-            now=trio.current_time(),
-            generation=self.backend.processes_started,
-        )
+        with _refused_if_raised():  # every gate is decided before any backend traffic
+            self.check_unlocked()
+            self.check_app(app)
+            self.check_recovery(session, app, observing=False)
+            self.check_mode(session, app)
+            used = session.states.consume(
+                state_id,
+                use,
+                turn=session.turn,
+                now=trio.current_time(),
+                generation=self.backend.processes_started,
+            )
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
         self._raise_for_kind(caller, app, res, observing=False)

@@ -148,7 +148,8 @@ class AppList(_Result, tag="app_list", frozen=True):
 
 class AllowedApps(_Result, tag="allowed_apps", frozen=True):
     apps: list[str]
-    granted: list[str]
+    in_apps_file: list[str]
+    """The entries of apps.json (added by the person), a subset of ``apps``."""
     file: str
     added: bool | None = None
 

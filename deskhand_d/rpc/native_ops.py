@@ -225,7 +225,7 @@ async def apps_list(conn: Connection, req: AppsList) -> ResultBody:
     native = _native(conn)
     return AllowedApps(
         apps=native.allowed_apps(),
-        granted=native.apps_file.read(),
+        in_apps_file=native.apps_file.read(),
         file=str(native.apps_file.path),
     )
 
@@ -235,7 +235,7 @@ async def apps_add(conn: Connection, req: AppsAdd) -> ResultBody:
     added = native.apps_file.add(req.app)
     return AllowedApps(
         apps=native.allowed_apps(),
-        granted=native.apps_file.read(),
+        in_apps_file=native.apps_file.read(),
         file=added.path,
         added=added.added,
     )

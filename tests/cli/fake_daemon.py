@@ -79,7 +79,7 @@ def action(tool: str, *, ok: bool = True, state_id: str | None = "st-act-2") -> 
 ALLOWED = {
     "kind": "allowed_apps",
     "apps": ["Calculator", "TextEdit"],
-    "granted": ["Calculator"],
+    "in_apps_file": ["Calculator"],
     "file": "/home/u/.config/deskhand/apps.json",
     "added": None,
 }

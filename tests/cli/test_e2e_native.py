@@ -124,7 +124,7 @@ def test_refusals_exit_1_with_their_codes(desk: Any) -> None:
     assert added["added"] is True and "TextEdit" in added["apps"]
     assert Path(added["file"]).is_file()
     assert d.json("observe", "TextEdit")["app"] == "TextEdit"
-    assert d.json("apps", "list")["granted"] == ["TextEdit"]
+    assert d.json("apps", "list")["in_apps_file"] == ["TextEdit"]
 
 
 def test_sessions_keep_their_state_ids_apart(desk: Any) -> None:
