@@ -140,7 +140,9 @@ class NativeService:
     # ----- ops --------------------------------------------------------------------------------
 
     async def list_apps(self, caller: Caller) -> Outcome:
-        self.check_unlocked()
+        with _refused_if_raised():
+            self.check_unlocked()
+            self.check_recovery(caller.session, "", observing=False)
         res = await self._dispatch(caller, "list_apps", {}, app="")
         return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
 

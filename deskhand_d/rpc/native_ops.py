@@ -156,6 +156,7 @@ async def launch_app(conn: Connection, req: LaunchApp) -> ResultBody:
     session = _session(conn)
     native.check_unlocked()
     native.check_app(req.app)
+    native.check_recovery(session, req.app, observing=False)
     if req.app in session.launch_banned:
         raise LaunchBanned(
             f"launching {req.app!r} is off for the rest of this turn (after a stop, a declined "

@@ -91,7 +91,9 @@ async def test_start_timeouts_name_their_phase() -> None:
     """A backend that never answers initialize gives backend_timeout with phase initialize."""
     from deskhand_d.errors import BackendTimeout, BackendUnavailable
 
-    silent = LaunchSpec(kind="command", argv=(sys.executable, "-c", "import time; time.sleep(60)"), env={})
+    silent = LaunchSpec(
+        kind="command", argv=(sys.executable, "-c", "import time; time.sleep(60)"), env={}
+    )
     async with open_backend(silent, start_timeout_s=0.5) as conn:
         try:
             await conn.handshake()

@@ -15,7 +15,10 @@ import sys
 TOOLS = [
     {
         "name": "probe",
-        "inputSchema": {"type": "object", "properties": {"requests": {"type": "array"}, "answer_first": {"type": "boolean"}}},
+        "inputSchema": {
+            "type": "object",
+            "properties": {"requests": {"type": "array"}, "answer_first": {"type": "boolean"}},
+        },
     }
 ]
 
@@ -35,14 +38,30 @@ def main() -> None:
             replies.append(msg)
             waiting.pop(json.dumps(msg.get("id")), None)
             if pending_call is not None and not waiting:
-                send({"jsonrpc": "2.0", "id": pending_call, "result": {"content": [{"type": "text", "text": json.dumps(replies)}]}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": pending_call,
+                        "result": {"content": [{"type": "text", "text": json.dumps(replies)}]},
+                    }
+                )
                 pending_call = None
             continue
         method, rid = msg["method"], msg.get("id")
         if rid is None:
             continue
         if method == "initialize":
-            send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted", "version": "1"}}})
+            send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": rid,
+                    "result": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "scripted", "version": "1"},
+                    },
+                }
+            )
         elif method == "tools/list":
             send({"jsonrpc": "2.0", "id": rid, "result": {"tools": TOOLS}})
         elif method == "tools/call":
@@ -52,7 +71,13 @@ def main() -> None:
                 waiting[json.dumps(req["id"])] = req
                 send({"jsonrpc": "2.0", **req})
             if args.get("answer_first") or not waiting:
-                send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "answered first"}]}})
+                send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": rid,
+                        "result": {"content": [{"type": "text", "text": "answered first"}]},
+                    }
+                )
             else:
                 pending_call = rid
         else:

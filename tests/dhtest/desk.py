@@ -1,0 +1,75 @@
+"""A real daemon on the simulated desktop, with clients and the simulator's call record."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dhtest.daemon import DaemonProc, short_tmpdir, spawn_daemon
+from dhtest.wsclient import SyncClient
+
+
+class Desk:
+    def __init__(self, d: DaemonProc, record: Path) -> None:
+        self.d = d
+        self.record = record
+        self.clients: list[SyncClient] = []
+        self.root = d.root
+
+    def client(self, session: str = "", *, answers: bool = False, name: str = "test") -> SyncClient:
+        c = SyncClient(self.d.socket, hello=False)
+        r = c.call(
+            "hello",
+            protocol=1,
+            client={"name": name, "kind": "test"},
+            can_answer_questions=answers,
+            session=session,
+        )
+        assert r["type"] == "result", r
+        self.clients.append(c)
+        return c
+
+    def calls(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        rows = [json.loads(x) for x in self.record.read_text().splitlines() if x.strip()]
+        return [r for r in rows if r["event"] == "call_start"]
+
+
+@pytest.fixture
+def desk_factory() -> Iterator[Any]:
+    roots: list[Path] = []
+    procs: list[DaemonProc] = []
+    desks: list[Desk] = []
+
+    def make(scenario: dict[str, Any] | None = None, *, config: str = "", **env: str) -> Desk:
+        root = short_tmpdir()
+        roots.append(root)
+        if config:
+            conf = root / "config" / "deskhand"
+            conf.mkdir(parents=True, mode=0o700, exist_ok=True)
+            (conf / "config.toml").write_text(config)
+        record = root / "record.jsonl"
+        extra = {"DESKHAND_BACKEND": "sim", "DESKHAND_SIM_RECORD": str(record), **env}
+        if scenario is not None:
+            extra["DESKHAND_SIM_SCENARIO"] = json.dumps(scenario)
+        d = spawn_daemon(root, extra_env=extra)
+        procs.append(d)
+        desks.append(Desk(d, record))
+        return desks[-1]
+
+    yield make
+    for desk in desks:
+        for c in desk.clients:
+            c.sock.close()
+    for p in procs:
+        if p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait(10)
+    for r in roots:
+        shutil.rmtree(r, ignore_errors=True)
