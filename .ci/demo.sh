@@ -1,7 +1,36 @@
 #!/usr/bin/env bash
-# The main job: set up, start the Deskhand daemon (deskhandctl starts it on demand) and show
-# its status. Leaves the daemon running; stop it with `.venv/bin/deskhandctl shutdown`.
+# The main job: set up, then do a real task on the simulated desktop through the daemon —
+# observe Calculator, press 6 + 7 =, observe again and check that the display shows 13.
+# It runs its own daemon on a private demo socket (so it never drives a real desktop), started
+# on demand by deskhandctl, and stops it at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash .ci/setup.sh
-exec .venv/bin/deskhandctl status
+
+export DESKHAND_SOCKET="${XDG_RUNTIME_DIR:-/tmp}/deskhand-demo-$(id -u)/deskhand.sock"
+export DESKHAND_BACKEND=sim
+if [ ! -t 0 ]; then
+  # Nobody at a terminal to answer the simulated "Allow ChatGPT to use Calculator?" prompt:
+  # start the simulated desktop with Calculator already approved. At a terminal, you answer it.
+  export DESKHAND_SIM_SCENARIO='{"preapproved": ["Calculator"]}'
+fi
+ctl=.venv/bin/deskhandctl
+field() { .venv/bin/python -c "import json, sys; print(json.load(sys.stdin).get('$1') or '')"; }
+trap '$ctl --no-autostart shutdown >/dev/null 2>&1 || true' EXIT
+
+$ctl status
+state=$($ctl --json observe Calculator | field state_id)
+for key in 6 plus 7 Return; do
+  echo "press $key"
+  next=$($ctl --json press --app Calculator --state "$state" "$key" | field state_id)
+  # An action that returns a full tree comes with a fresh stateId; otherwise observe again.
+  state=${next:-$($ctl --json observe Calculator | field state_id)}
+done
+result=$($ctl --json observe Calculator | field text)
+printf '%s\n' "$result" | grep -E '^[[:space:]]*[0-9]+ text ' || true
+if printf '%s\n' "$result" | grep -qE '^[[:space:]]*[0-9]+ text .?13$'; then
+  echo "Calculator shows 13: done."
+else
+  echo "Calculator does not show 13" >&2
+  exit 1
+fi
