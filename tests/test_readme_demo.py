@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,4 +28,9 @@ def test_demo_script_computes_13() -> None:
     assert out.returncode == 0, out.stdout + out.stderr
     assert "Calculator shows 13: done." in out.stdout
     assert "press Return" in out.stdout
-    assert not (run_dir / f"deskhand-demo-{os.getuid()}" / "deskhand.sock").exists()
+    sock = run_dir / f"deskhand-demo-{os.getuid()}" / "deskhand.sock"
+    for _ in range(100):  # shutdown is acknowledged first, then the socket goes
+        if not sock.exists():
+            break
+        time.sleep(0.05)
+    assert not sock.exists()
