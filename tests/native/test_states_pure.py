@@ -118,3 +118,23 @@ def test_click_needs_exactly_one_target(
         check_click_target(index, x, y)
     check_click_target(3, None, None)
     check_click_target(None, 1.0, 2.0)
+
+
+def test_launch_commands_never_use_a_shell() -> None:
+    """launch_app builds an argv: open -a / -b / a path on macOS."""
+    from deskhand_d.native.launch import command_for
+
+    assert command_for("Calculator", "darwin") == ["/usr/bin/open", "-a", "Calculator"]
+    assert command_for("com.apple.calculator", "darwin") == ["/usr/bin/open", "-b", "com.apple.calculator"]
+    assert command_for("/Applications/My App.app", "darwin") == ["/usr/bin/open", "/Applications/My App.app"]
+
+
+def test_predecessor_mode_variable_is_accepted() -> None:
+    """JEV_CUA_MODE sets the default mode; DESKHAND_MODE wins when both are set."""
+    from deskhand_d import config
+
+    assert config.parse("", source="t", env={"JEV_CUA_MODE": "jev"}).native.default_mode == "jev"
+    both = {"JEV_CUA_MODE": "jev", "DESKHAND_MODE": "native"}
+    assert config.parse("", source="t", env=both).native.default_mode == "native"
+    with pytest.raises(config.ConfigError, match="JEV_CUA_MODE"):
+        config.parse("", source="t", env={"JEV_CUA_MODE": "auto"})
