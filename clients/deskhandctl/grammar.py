@@ -361,6 +361,18 @@ COMMANDS: dict[str, Command] = {
             ),
         ),
         Command(
+            "session",
+            "manage this CLI's daemon session",
+            subcommands=(
+                Command(
+                    "close",
+                    "end the session now (its state ids go, its queued work is cancelled)",
+                    "session_close",
+                    session=True,
+                ),
+            ),
+        ),
+        Command(
             "apps",
             "show the app allowlist, or add one app to it",
             subcommands=(

@@ -81,6 +81,12 @@ class SessionManager:
         session.detached_at = now
         return False
 
+    def close(self, session: Session) -> None:
+        """End a session at its client's request, whoever else is attached."""
+        session.invalidate("the session was closed")
+        session.attached = 0
+        self._drop(session)
+
     def expire(self, now: float) -> list[Session]:
         """End the sessions whose client has been gone longer than the grace period."""
         gone = [

@@ -116,3 +116,16 @@ def schema() -> dict[str, Any]:
             {"title": "daemon_to_client", **srv},
         ],
     }
+
+
+__all__ = [
+    "MAX_ID",
+    "PROTOCOL_VERSION",
+    "SUBPROTOCOLS",
+    "SUBPROTOCOL_JSON",
+    "SUBPROTOCOL_MSGPACK",
+    "WS_PATH",
+    "Codec",
+    "pick_subprotocol",
+    "schema",
+]

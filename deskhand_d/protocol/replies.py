@@ -233,3 +233,33 @@ class Event(_Reply, tag="event", frozen=True):
 
 
 ServerMessage = Result | Error | Event
+
+__all__ = [
+    "ActionDone",
+    "AllowedApps",
+    "AppList",
+    "BackendStatus",
+    "ClientSummary",
+    "Delivery",
+    "DoctorFinding",
+    "DoctorResult",
+    "Done",
+    "Error",
+    "ErrorBody",
+    "Event",
+    "EventBody",
+    "LockState",
+    "ModeState",
+    "Notice",
+    "Observation",
+    "OpStats",
+    "Pong",
+    "Question",
+    "Result",
+    "ResultBody",
+    "SchemaDifference",
+    "ServerMessage",
+    "ShuttingDownResult",
+    "StatusResult",
+    "Welcome",
+]

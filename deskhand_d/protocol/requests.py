@@ -72,6 +72,10 @@ class TurnEnd(_Request, tag="turn_end", frozen=True):
     """End the current turn: its stateIds, handoffs and launch bans go."""
 
 
+class SessionClose(_Request, tag="session_close", frozen=True):
+    """End this connection's session now: its stateIds go and its queued work is cancelled."""
+
+
 class ModeGet(_Request, tag="mode_get", frozen=True):
     pass
 
@@ -193,6 +197,7 @@ Request = (
     | Doctor
     | TurnBegin
     | TurnEnd
+    | SessionClose
     | ModeGet
     | ModeSet
     | Stop
@@ -213,3 +218,42 @@ Request = (
     | SetValue
     | TypeText
 )
+
+__all__ = [
+    "Action",
+    "Answer",
+    "AppName",
+    "AppsAdd",
+    "AppsList",
+    "Cancel",
+    "Click",
+    "ClientInfo",
+    "Doctor",
+    "Drag",
+    "ElementIndex",
+    "GetAppState",
+    "Hello",
+    "LaunchApp",
+    "ListApps",
+    "Mode",
+    "ModeGet",
+    "ModeSet",
+    "PerformSecondaryAction",
+    "Ping",
+    "PressKey",
+    "Request",
+    "Scroll",
+    "SelectText",
+    "SessionClose",
+    "SessionName",
+    "SetValue",
+    "ShortText",
+    "Shutdown",
+    "StateId",
+    "Status",
+    "Stop",
+    "TurnBegin",
+    "TurnEnd",
+    "TypeText",
+    "Unlock",
+]

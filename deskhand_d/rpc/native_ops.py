@@ -39,6 +39,7 @@ from deskhand_d.protocol import (
     ResultBody,
     Scroll,
     SelectText,
+    SessionClose,
     SetValue,
     Stop,
     TurnBegin,
@@ -60,7 +61,10 @@ def _native(conn: Connection) -> NativeService:
 
 def _session(conn: Connection) -> Session:
     if conn.session is None:
-        raise BadRequest("this connection has no session; send hello first")
+        raise BadRequest(
+            "this connection has no session (never said hello, or its session was closed); "
+            "reconnect to start one"
+        )
     return conn.session
 
 
@@ -176,6 +180,18 @@ async def turn_end(conn: Connection, req: TurnEnd) -> ResultBody:
     return Done(detail=f"turn {_session(conn).turn}")
 
 
+async def session_close(conn: Connection, req: SessionClose) -> ResultBody:
+    session = _session(conn)
+    sessions = conn.hub.sessions
+    assert sessions is not None
+    sessions.close(session)
+    cancelled = _native(conn).queue.cancel_session(session.session_id)
+    for other in conn.hub.connections.values():
+        if other.session is session:
+            other.session = None  # their next native op says to reconnect
+    return Done(detail=f"session closed; {cancelled} queued request(s) cancelled")
+
+
 async def mode_get(conn: Connection, req: ModeGet) -> ResultBody:
     s = _session(conn)
     return ModeState(mode=s.mode, reason=s.mode_reason)
@@ -255,6 +271,7 @@ HANDLERS: dict[type, Handler] = {
     SetValue: action,
     TypeText: action,
     TurnBegin: turn_begin,
+    SessionClose: session_close,
     TurnEnd: turn_end,
     ModeGet: mode_get,
     ModeSet: mode_set,

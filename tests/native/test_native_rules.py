@@ -173,3 +173,14 @@ def test_audit_log_records_metadata_only(desk_factory: Any) -> None:
     assert "secret-typed-words" not in text and "standard window" not in text
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+
+
+def test_session_close_ends_it_now(desk_factory: Any) -> None:
+    """session_close retires the session's states at once; the connection must reconnect."""
+    desk = desk_factory({"preapproved": ["Calculator"]})
+    c = desk.client("closing")
+    sid = c.call("get_app_state", app="Calculator")["result"]["state_id"]
+    assert c.call("session_close")["result"]["kind"] == "done"
+    assert c.call("get_app_state", app="Calculator")["error"]["code"] == "bad_request"
+    again = desk.client("closing")
+    assert again.call("press_key", app="Calculator", state_id=sid, key="1")["error"]["code"] == "state_unknown"
