@@ -13,6 +13,12 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   A bare ``python -c "import trio; ..."`` sleeping process is reported for context.
 * ``deskhandctl status --no-autostart`` (default socket path) wall time divided by
   ``python -c pass`` wall time, medians over interleaved runs. Target: <= 2.5.
+* tools/call round trip through Deskhand's MCP client vs raw JSON lines
+  (``bench/backend_call.py``). Target: <= 1.5.
+* a native ``click`` through the daemon (backend ``sim``) vs the same ``tools/call`` straight
+  to a simulator over MCP stdio, p50 and p99, plus per-click latency and throughput with 20
+  concurrent clients (``bench/native_click.py``; its own daemon and simulators). Target: p50
+  ratio <= 1.3.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from trio_websocket import wrap_client_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backend_call import measure_tools_call
+from native_click import measure_native_click
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -285,6 +292,8 @@ def run() -> dict[str, Any]:
                 results["cli"] = {"error": "deskhandctl is not installed in this environment"}
             else:
                 results["cli"] = step("CLI wall time", lambda: measure_cli(cli, daemon_sock, env))
+        # Its own daemon and simulators, with the processes above gone.
+        results["native_click"] = step("native click round trips", measure_native_click)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results
@@ -388,6 +397,9 @@ def table(results: dict[str, Any]) -> str:
                 f"{tc['raw'][f'{q}_ms']:.3f} ms (raw JSON lines) | {tc[f'{q}_ratio']:.2f}x | "
                 f"<= {tc['target_ratio']}x | {verdict(tc[f'{q}_ratio'], tc['target_ratio'])} |"
             )
+    nc = results.get("native_click")
+    if nc:
+        rows += native_click_rows(nc)
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
     else:
@@ -403,7 +415,33 @@ def table(results: dict[str, Any]) -> str:
         f"{rss['daemon_after_pings_mb']:.1f} MB. Machine: {results['machine']['cpus']} CPUs, "
         f"Python {results['versions']['python']}.",
     ]
+    if nc:
+        conc = nc["concurrent"]
+        notes += [
+            "",
+            "Native click context, same rotation: daemon `ping` p50 "
+            f"{nc['daemon_ping']['p50_ms']:.3f} ms, simulator JSON-RPC `ping` p50 "
+            f"{nc['sim_ping']['p50_ms']:.3f} ms. With "
+            f"{conc['clients']} clients: {conc['clicks']} clicks in {conc['wall_s']:.1f} s, on "
+            f"average {conc['mean_in_flight']:.1f} in the daemon at once (one FIFO queue).",
+        ]
     return "\n".join(rows + notes)
+
+
+def native_click_rows(nc: dict[str, Any]) -> list[str]:
+    target = nc["target_ratio"]
+    conc = nc["concurrent"]
+    return [
+        f"| native click p50 | {nc['daemon']['p50_ms']:.3f} ms | "
+        f"{nc['floor']['p50_ms']:.3f} ms (sim over MCP) | {nc['p50_ratio']:.2f}x | "
+        f"<= {target}x | {verdict(nc['p50_ratio'], target)} |",
+        f"| native click p99 | {nc['daemon']['p99_ms']:.3f} ms | "
+        f"{nc['floor']['p99_ms']:.3f} ms (sim over MCP) | {nc['p99_ratio']:.2f}x | "
+        "reported | |",
+        f"| native click, {conc['clients']} clients, p50 / p99 | {conc['p50_ms']:.1f} / "
+        f"{conc['p99_ms']:.1f} ms | none | {conc['throughput_per_s']:.0f} clicks/s | "
+        "reported | |",
+    ]
 
 
 def main() -> int:

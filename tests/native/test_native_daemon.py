@@ -191,7 +191,9 @@ def test_stop_during_inflight_action(desk_factory: Any) -> None:
     assert ra["error"]["code"] == "outcome_unknown" and ra["error"]["data"]["delivery"] == "unknown"
     assert rb["error"]["code"] == "cancelled"
     assert a.call("get_app_state", app="Calculator")["error"]["code"] == "locked"
-    assert "boss" in boss.call("status")["result"]["locked_by"]
+    status = boss.call("status")["result"]
+    assert "boss" in status["locked_by"]
+    assert status["backend"]["running_pid"] is None  # the backend connection was closed
     assert boss.call("unlock")["result"]["locked"] is False
     assert a.call("get_app_state", app="Calculator")["type"] == "result"
 
