@@ -2,9 +2,12 @@
 
 Theory of operation. :meth:`ActionQueue.run` enqueues a job and waits for its outcome; a
 single worker task (:meth:`serve`, started with ``nursery.start``) runs jobs in order, each
-inside its own cancel scope. Cancelling the waiting caller (the client cancelled the request
-or disconnected) cancels its job: skipped if still queued, cancelled in flight otherwise (the
-backend client then answers pending prompts with ``cancel`` and tells the backend). The
+inside its own cancel scope. When nothing is queued or running, the job runs straight away in
+the caller's own task instead (same order, two task switches fewer); a busy flag makes sure
+the worker and such an inline job never run at the same time. Cancelling the waiting caller
+(the client cancelled the request or disconnected) cancels its job: skipped if still queued,
+cancelled in flight otherwise (the backend client then answers pending prompts with
+``cancel`` and tells the backend). The
 emergency stop cancels every job; a job stopped in flight ends :class:`OutcomeUnknown`, a
 queued one :class:`Cancelled`. The queue is bounded: a full queue refuses at once
 (``queue_full``) rather than growing without limit.
@@ -22,6 +25,7 @@ import outcome
 import trio
 
 from deskhand_d.errors import Cancelled, OutcomeUnknown, QueueFull
+from deskhand_d.mcp.fastlock import FastLock
 
 
 @dataclass(eq=False)
@@ -43,6 +47,8 @@ class ActionQueue:
         self._waiting: collections.OrderedDict[int, Job] = collections.OrderedDict()
         self.current: Job | None = None
         self.completed = 0
+        self._busy = FastLock()  # held by whichever job runs, inline or in the worker
+        self._handover: Job | None = None
 
     @property
     def depth(self) -> int:
@@ -65,6 +71,34 @@ class ActionQueue:
             raise
         assert job.result is not None
         return job.result.unwrap()
+
+    async def _run_inline(self, job: Job) -> Any:
+        self.current = job
+        try:
+            await self._execute(job)
+        finally:
+            self.current = None
+            self.completed += 1
+            self._busy.release()
+        assert job.result is not None
+        return job.result.unwrap()
+
+    async def _execute(self, job: Job) -> None:
+        """Run one job in its scope; a stop or cancel while running makes it unknown."""
+        with job.scope:
+            try:
+                job.result = outcome.Value(await job.fn())
+            except Exception as exc:  # trio.Cancelled must reach job.scope
+                job.result = outcome.Error(exc)
+        if job.scope.cancelled_caught or job.result is None:
+            job.result = outcome.Error(
+                OutcomeUnknown(
+                    f"{job.label} was cancelled while running "
+                    f"({job.stopped_by or 'the request was cancelled'}); whether it took "
+                    "effect is unknown, so observe again",
+                    data={"delivery": "unknown", "cause": "cancelled"},
+                )
+            )
 
     def cancel_session(self, session_id: str) -> int:
         """Cancel every queued or running job of a session (its client went away)."""
@@ -98,23 +132,16 @@ class ActionQueue:
                 )
                 job.done.set()
                 continue
+            self._handover = job  # keeps later callers from running inline ahead of it
+            try:
+                await self._busy.acquire()  # an inline job may be running
+            finally:
+                self._handover = None
             self.current = job
             try:
-                with job.scope:
-                    try:
-                        job.result = outcome.Value(await job.fn())
-                    except Exception as exc:  # trio.Cancelled must reach job.scope
-                        job.result = outcome.Error(exc)
-                if job.scope.cancelled_caught or job.result is None:
-                    job.result = outcome.Error(
-                        OutcomeUnknown(
-                            f"{job.label} was cancelled while running "
-                            f"({job.stopped_by or 'the request was cancelled'}); whether it took "
-                            "effect is unknown, so observe again",
-                            data={"delivery": "unknown", "cause": "cancelled"},
-                        )
-                    )
+                await self._execute(job)
             finally:
                 self.current = None
                 self.completed += 1
+                self._busy.release()
                 job.done.set()
