@@ -52,8 +52,21 @@ class Kind(enum.StrEnum):
 
 
 class Image(msgspec.Struct, frozen=True):
+    """A screenshot block, kept in its base64 form until someone needs the bytes.
+
+    Most action replies carry one that nobody reads; decoding it eagerly was the largest
+    single cost of classifying a reply.
+    """
+
     mime_type: str
-    data: bytes
+    base64: str
+
+    def decode(self) -> bytes | None:
+        """The image bytes, or None if the backend sent invalid base64."""
+        try:
+            return base64.b64decode(self.base64, validate=True)
+        except ValueError:
+            return None
 
 
 class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,12 +104,8 @@ def decode(result: Any) -> tuple[str, tuple[Image, ...], bool]:
             continue
         if block.get("type") == "text" and isinstance(block.get("text"), str):
             texts.append(block["text"])
-        elif block.get("type") == "image" and isinstance(block.get("data"), str):
-            try:
-                data = base64.b64decode(block["data"], validate=True)
-            except ValueError:
-                continue
-            images.append(Image(mime_type=str(block.get("mimeType", "")), data=data))
+        elif block.get("type") == "image" and isinstance(block.get("data"), str) and block["data"]:
+            images.append(Image(mime_type=str(block.get("mimeType", "")), base64=block["data"]))
     return "\n".join(texts), tuple(images), result.get("isError") is True
 
 

@@ -11,6 +11,7 @@ ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatc
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -95,14 +96,38 @@ class NativeService:
         self.sessions = sessions
         self.audit = audit
         self.apps_file = allowlist.AppsFile(allowlist.default_apps_path(env))
+        self._granted_cache: list[str] | None = None
+        self._granted_key: tuple[int, ...] | None = None
         self.locked_by = ""
 
     # ----- gates ------------------------------------------------------------------------------
 
     def allowed_apps(self) -> list[str]:
         return allowlist.effective_allowlist(
-            self.config.native.allowed_apps, self.env, self.apps_file.read()
+            self.config.native.allowed_apps, self.env, self._granted()
         )
+
+    def _granted(self) -> list[str]:
+        """apps.json's entries, re-read (with all its safety checks) whenever the file changes.
+
+        The key includes ctime, mode and owner, so a chmod or chown is noticed too.
+        """
+        try:
+            st = os.stat(self.apps_file.path)
+            key: tuple[int, ...] | None = (
+                st.st_ino,
+                st.st_size,
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_mode,
+                st.st_uid,
+            )
+        except FileNotFoundError:
+            key = None
+        if self._granted_cache is None or key != self._granted_key:
+            self._granted_cache = self.apps_file.read()
+            self._granted_key = key
+        return self._granted_cache
 
     def check_unlocked(self) -> None:
         if self.locked_by:
@@ -170,15 +195,16 @@ class NativeService:
             raise E.BackendError("the backend returned an empty observation; observe again")
         info = treeinfo.inspect(out.text)
         image = out.images[0] if out.images else None
-        state_id = self._mint(session, app, info, has_screenshot=image is not None)
+        shot = image.decode() if image is not None else None
+        state_id = self._mint(session, app, info, has_screenshot=shot is not None)
         session.recovery.discard(app)
         return Outcome(
             text=out.text,
             delivery="dispatched",
             ok=True,
             state_id=state_id,
-            screenshot=image.data if image else None,
-            screenshot_mime=image.mime_type if image else "",
+            screenshot=shot,
+            screenshot_mime=image.mime_type if image is not None and shot is not None else "",
             approval_reason=res.approval_reason,
         )
 
