@@ -23,6 +23,9 @@ from deskhand_d import log as logsetup
 from deskhand_d.audit import AuditLog
 from deskhand_d.backends import launchers
 from deskhand_d.config import Config
+from deskhand_d.consent import platforms
+from deskhand_d.consent.gate import ConsentGate
+from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
 from deskhand_d.errors import DeskhandError
 from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.native.queue import ActionQueue
@@ -78,8 +81,23 @@ async def _start_native(
     except (OSError, DeskhandError) as exc:
         log.warning("audit.unavailable", error=str(exc))
         audit = None
+    try:
+        backend_kind = backend.resolve_launch().kind
+    except DeskhandError:  # e.g. Sky not installed: the backend reports that on first use
+        backend_kind = cfg.backend.kind
+    gate = ConsentGate(
+        platform=platforms.for_config(cfg, backend_kind),
+        store=GrantsStore(GrantsFile(default_grants_path(env))),
+        generation=lambda: backend.processes_started,
+    )
     hub.native = NativeService(
-        config=cfg, env=env, backend=backend, queue=queue, sessions=hub.sessions, audit=audit
+        config=cfg,
+        env=env,
+        backend=backend,
+        queue=queue,
+        sessions=hub.sessions,
+        audit=audit,
+        consent=gate,
     )
     nursery.start_soon(_expire_sessions, hub)
 
@@ -122,10 +140,10 @@ async def serve_daemon(
             trio.open_nursery() as nursery,
         ):
             hub.backend = backend
+            if handle_signals:  # first: the socket already accepts into its backlog
+                await nursery.start(_watch_signals, hub)
             await _start_native(nursery, hub, cfg, env, backend)
             await nursery.start(server.serve, sock)
-            if handle_signals:
-                await nursery.start(_watch_signals, hub)
             notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
             log.info("daemon.ready", socket=str(bound.path), pid=os.getpid(), version=__version__)
             task_status.started(bound.path)

@@ -58,6 +58,14 @@ class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     launch_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=120)] = 10.0
 
 
+class ConsentConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    platform: Literal["auto", "macos", "linux", "catalog"] = "auto"
+    """How apps are identified (``auto``: the simulator's catalogue with the sim backend, else
+    the platform this daemon runs on)."""
+    catalog: str = ""
+    """An identity catalogue file for ``platform = "catalog"`` (empty: the simulator's apps)."""
+
+
 class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     redact_env: list[str] = msgspec.field(default_factory=lambda: ["TYPESAFE_API_KEY"])
     """Names of environment variables whose values are scrubbed from every log event."""
@@ -67,6 +75,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     daemon: DaemonConfig = msgspec.field(default_factory=DaemonConfig)
     backend: BackendConfig = msgspec.field(default_factory=BackendConfig)
     native: NativeConfig = msgspec.field(default_factory=NativeConfig)
+    consent: ConsentConfig = msgspec.field(default_factory=ConsentConfig)
     secrets: SecretsConfig = msgspec.field(default_factory=SecretsConfig)
 
     def socket_path(self, env: Mapping[str, str]) -> Path:
@@ -113,6 +122,8 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     # The predecessor's name is accepted too; DESKHAND_MODE wins when both are set.
     "JEV_CUA_MODE": ("native", "default_mode", str),
     "DESKHAND_MODE": ("native", "default_mode", str),
+    "DESKHAND_CONSENT_PLATFORM": ("consent", "platform", str),
+    "DESKHAND_IDENTITY_CATALOG": ("consent", "catalog", str),
 }
 
 

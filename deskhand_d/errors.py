@@ -132,6 +132,40 @@ class AppNotAllowed(DeskhandError):
     code = "app_not_allowed"
 
 
+class GrantsFileError(DeskhandError):
+    """grants.json is unsafe, corrupt or full; nothing was changed. The message says which."""
+
+    code = "grants_file_invalid"
+
+
+class ConsentDenied(DeskhandError):
+    """Deskhand's own consent for this app is missing: the person said no, nobody could be
+    asked, or access was revoked while the question was open (``data.reason``). Nothing was
+    sent to the backend."""
+
+    code = "consent_denied"
+
+
+class AppUnidentified(DeskhandError):
+    """The app could not be resolved to an executable identity without launching it, so no
+    consent can cover it. Nothing was sent; give its full path or bundle id."""
+
+    code = "app_unidentified"
+
+
+class IdentityChanged(DeskhandError):
+    """The app's executable changed between the person's decision and the launch; nothing was
+    launched. Ask again."""
+
+    code = "identity_changed"
+
+
+class GrantNotFound(DeskhandError):
+    """``grants revoke`` / ``grants restore`` named an app with no matching saved grant."""
+
+    code = "grant_not_found"
+
+
 class StateError(DeskhandError):
     """A stateId cannot be used for this action; observe the app again (``get_app_state``).
 

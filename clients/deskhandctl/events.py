@@ -4,7 +4,9 @@ Notices go to stderr as one line (not with ``--json``). A question (``backend_ap
 ``app_consent``, ``full_trace``) is a decision only the person may take: when stdin and stderr
 are terminals the CLI declared ``can_answer_questions`` in its hello, shows the question on
 stderr with the backend's text quoted as untrusted, reads ``y``/``yes`` from stdin to accept
-(anything else, an empty line or end of file declines) and sends the ``answer`` op. The pending
+(anything else, an empty line or end of file declines) and sends the ``answer`` op. Deskhand's
+own consent question (``app_consent``) offers ``[o]nce / [a]lways / [d]eny`` (``always`` only
+when the daemon offers it) and defaults to deny. The pending
 request then carries on and its own reply is printed as usual. Without a terminal nothing is
 answered, and the daemon cancels the question. Ctrl-C at the prompt sends no answer: the
 KeyboardInterrupt leaves through ``main`` (exit 130), the connection closes and the daemon
@@ -91,6 +93,8 @@ class EventHandler:
     def _ask(self, event: dict[str, Any], text: str) -> str:
         """Show the question and read the person's decision: ``accept`` or ``decline``."""
         choices = event.get("choices")
+        if event.get("question") == "app_consent":
+            return self._consent(text, choices if isinstance(choices, list) else [])
         can_accept = not isinstance(choices, list) or "accept" in choices
         self._say(
             f"\ndeskhand-d needs your decision: {self._what(event)}.\n"
@@ -111,6 +115,35 @@ class EventHandler:
             stderr.write("\n")  # end of file: keep the next output on a line of its own
         self._say("accepted" if accepted else "declined")
         return "accept" if accepted else "decline"
+
+    def _consent(self, text: str, choices: list[Any]) -> str:
+        """Deskhand's own consent question: once / always (if offered) / deny; default deny."""
+        offered = [c for c in ("once", "always", "deny") if c in choices]
+        self._say(
+            "\ndeskhand-d asks for your consent (the app name below comes from the requesting "
+            "agent):\n" + render.quoted(text)
+        )
+        prompt = " / ".join(f"[{c[0]}]{c[1:]}" for c in offered) + " (default deny) "
+        stderr = self._stderr or sys.stderr
+        stdin = self._stdin or sys.stdin
+        stderr.write(prompt)
+        stderr.flush()
+        try:
+            line = stdin.readline()
+        except KeyboardInterrupt:
+            stderr.write("\n")
+            raise
+        if not line.endswith("\n"):
+            stderr.write("\n")
+        word = line.strip().lower()
+        choice = next((c for c in offered if word and c.startswith(word)), "deny")
+        self._say(
+            {
+                "once": "allowed for this task",
+                "always": "always allowed (this exact program)",
+            }.get(choice, "denied")
+        )
+        return choice
 
     @staticmethod
     def _what(event: dict[str, Any]) -> str:

@@ -12,151 +12,29 @@ path, so it must stay free of imports beyond the standard library's cheapest.
 from __future__ import annotations
 
 from deskhandctl import convert as c
+from deskhandctl.argspec import DEFAULT_TIMEOUT_S, DESKTOP_TIMEOUT_S, Command, Option, Param
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    Check = Callable[[dict[str, object]], str | None]
+__all__ = [
+    "APPS_HINT",
+    "COMMANDS",
+    "DEFAULT_TIMEOUT_S",
+    "DESKTOP_TIMEOUT_S",
+    "GRANTS_HINT",
+    "OPTIONS",
+    "OPTION_BY_FLAG",
+    "PASSTHROUGH",
+    "PROG",
+    "Command",
+    "Option",
+    "Param",
+    "leaf",
+]
 
 PROG = "deskhandctl"
 PASSTHROUGH = "service"
-DEFAULT_TIMEOUT_S = 10.0
-DESKTOP_TIMEOUT_S = 60.0
-"""Default ``--timeout`` for commands that may start the backend or wait on it."""
 
 
 # ----- the tables -----------------------------------------------------------------------------
-
-
-class Option:
-    """A global option: a flag (``convert`` is None) or an option taking one value."""
-
-    __slots__ = ("convert", "default", "dest", "flag", "help", "metavar")
-
-    def __init__(
-        self,
-        flag: str,
-        help: str,  # noqa: A002 - argparse's own name for it
-        *,
-        convert: Callable[[str], object] | None = None,
-        metavar: str | None = None,
-    ) -> None:
-        self.flag = flag
-        self.dest = flag[2:].replace("-", "_")
-        self.help = help
-        self.convert = convert
-        self.metavar = metavar
-        self.default: object = False if convert is None else None
-
-
-class Param:
-    """One argument of one command: positional (``--``-less name) or an option with a value.
-
-    ``dest`` is the request field it fills; ``local`` params (``--screenshot``) are for the CLI
-    only and never sent. A positional with ``optional`` may be left out; an option is required
-    only with ``required``.
-    """
-
-    __slots__ = (
-        "choices",
-        "convert",
-        "dest",
-        "flag",
-        "help",
-        "local",
-        "metavar",
-        "optional",
-        "required",
-    )
-
-    def __init__(
-        self,
-        flag: str,
-        dest: str,
-        help: str,  # noqa: A002
-        *,
-        convert: Callable[[str], object] = str,
-        metavar: str | None = None,
-        choices: tuple[str, ...] | None = None,
-        required: bool = False,
-        optional: bool = False,
-        local: bool = False,
-    ) -> None:
-        self.flag = flag
-        self.dest = dest
-        self.help = help
-        self.convert = convert
-        self.metavar = metavar
-        self.choices = choices
-        self.required = required
-        self.optional = optional
-        self.local = local
-
-    @property
-    def positional(self) -> bool:
-        return not self.flag.startswith("-")
-
-
-class Command:
-    """A command (or an ``apps``/``turn`` subcommand): what it sends and how it runs.
-
-    ``op`` is the request it sends; ``session`` says whether it opens the named session
-    (commands that use the session's state); ``timeout`` is its ``--timeout`` default;
-    ``desktop`` commands reach the backend: they open the session and wait longer by default;
-    ``autostart`` whether it may start a daemon; ``check`` rejects argument combinations the
-    parsers cannot express (its message becomes a usage error); ``hint`` is added to every usage
-    error of this command.
-    """
-
-    __slots__ = (
-        "autostart",
-        "check",
-        "help",
-        "hint",
-        "name",
-        "op",
-        "options",
-        "params",
-        "positionals",
-        "session",
-        "subcommands",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        help: str,  # noqa: A002
-        op: str = "",
-        params: tuple[Param, ...] = (),
-        *,
-        session: bool = False,
-        desktop: bool = False,
-        timeout: float = DEFAULT_TIMEOUT_S,
-        autostart: bool = True,
-        check: Check | None = None,
-        subcommands: tuple[Command, ...] = (),
-        hint: str = "",
-    ) -> None:
-        self.name = name
-        self.help = help
-        self.op = op or name
-        self.params = params
-        self.positionals = tuple(p for p in params if p.positional)
-        self.options = {p.flag: p for p in params if not p.positional}
-        self.session = session or desktop
-        self.timeout = DESKTOP_TIMEOUT_S if desktop else timeout
-        self.autostart = autostart
-        self.check = check
-        self.subcommands = {sub.name: sub for sub in subcommands}
-        self.hint = hint
-
-    @property
-    def acts(self) -> bool:
-        """Whether this command acts on the desktop with a state id (its outcome may be unknown)."""
-        return "--state" in self.options
-
 
 OPTIONS = (
     Option("--json", "print the daemon's result as one JSON object on stdout"),
@@ -232,6 +110,12 @@ APPS_HINT = (
     "deskhandctl apps lists the allowlist ('apps list') or adds exactly one app to it "
     "('apps add NAME', one app per command). It never removes or replaces apps: to do that, "
     "edit the file that 'deskhandctl apps list' names."
+)
+
+GRANTS_HINT = (
+    "deskhandctl grants shows the apps you have always allowed ('grants list'), withdraws that "
+    "('grants revoke APP': any work in progress is cancelled and the backend restarts) or gives "
+    "it back ('grants restore APP'). New grants come only from answering a consent question."
 )
 
 COMMANDS: dict[str, Command] = {
@@ -386,6 +270,30 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             hint=APPS_HINT,
+        ),
+        Command(
+            "grants",
+            "show, revoke or restore the apps you have always allowed",
+            subcommands=(
+                Command(
+                    "list", "show saved grants and their file", "grants_list", hint=GRANTS_HINT
+                ),
+                Command(
+                    "revoke",
+                    "withdraw a saved grant (cancels work in progress, restarts the backend)",
+                    "grants_revoke",
+                    (Param("APP", "app", "the app's name or executable path, as listed"),),
+                    hint=GRANTS_HINT,
+                ),
+                Command(
+                    "restore",
+                    "give back a revoked saved grant",
+                    "grants_restore",
+                    (Param("APP", "app", "the app's name or executable path, as listed"),),
+                    hint=GRANTS_HINT,
+                ),
+            ),
+            hint=GRANTS_HINT,
         ),
         Command(
             "stop",

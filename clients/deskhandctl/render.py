@@ -229,6 +229,29 @@ def allowed_apps(result: dict[str, Any]) -> str:
     return printable("\n".join(lines))
 
 
+def grants(command: str, result: dict[str, Any]) -> str:
+    """``grants list|revoke|restore``: one block per saved grant, then the file."""
+    items = [g for g in result.get("grants") or [] if isinstance(g, dict)]
+    lines = []
+    if command.endswith("revoke"):
+        lines.append(
+            f"revoked {len(items)} grant(s); {result.get('cancelled', 0)} request(s) cancelled, "
+            "the backend restarts on the next call and every state id is retired"
+        )
+    elif command.endswith("restore"):
+        lines.append(f"restored {len(items)} grant(s)")
+    elif not items:
+        lines.append("no saved grants (answer 'always' to a consent question to make one)")
+    for g in items:
+        status = f"revoked {g['revoked_at']}" if g.get("revoked_at") else "active"
+        lines.append(f"{g.get('app', '?')}: {status}")
+        lines.append(f"  program: {g.get('path', '?')}")
+        lines.append(f"  vouched for by: {g.get('kind', '?')} {g.get('signer') or ''}".rstrip())
+        lines.append(f"  granted: {g.get('granted_at', '?')}")
+    lines.append(f"grants file: {result.get('file', '?')}")
+    return printable("\n".join(lines))
+
+
 def mode(result: dict[str, Any]) -> str:
     """``mode``: the session's mode and why, if the daemon says."""
     reason = result.get("reason")
@@ -269,6 +292,8 @@ def result(command: str, result: dict[str, Any]) -> str:
         return printable(str(result.get("text", ""))).rstrip("\n")
     if kind == "allowed_apps":
         return allowed_apps(result)
+    if kind == "grants":
+        return grants(command, result)
     if kind == "mode":
         return mode(result)
     if kind == "lock":

@@ -9,32 +9,23 @@ Theory of operation:
 * The effective allowlist is a base list (environment, else config, else ``Calculator``) plus the
   grants in ``apps.json``. :func:`is_allowed` decides membership; it never matches substrings
   or patterns, and a name that fails validation never matches anything.
-* ``apps.json`` only ever grows, one app per :meth:`AppsFile.add`. Invariants of an update:
-  every writer holds an exclusive ``flock`` on ``apps.json.lock`` (so writers queue up; the
-  kernel drops the lock when a writer dies, even by SIGKILL); the new content is written to a
-  fresh temp file, fsynced, then renamed over the target, so readers and survivors of a crash
-  see the old file or the new one, never a mix. The lock file is never unlinked: removing it
-  would let a waiter lock an orphaned inode while a newcomer locks a new one.
+* ``apps.json`` only ever grows, one app per :meth:`AppsFile.add`. Locking, safe reads and
+  atomic replacement are :mod:`deskhand_d.privatefile`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import fcntl
 import json
 import os
-import re
-import stat
-import time
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 from deskhand_d import paths
 from deskhand_d.errors import AppsFileError, BadRequest
+from deskhand_d.privatefile import PrivateFile
 
 APPS_FILE_NAME = "apps.json"
 MAX_NAME_UNITS = 200
@@ -49,7 +40,6 @@ ALLOWED_APPS_ENV: tuple[str, ...] = ("DESKHAND_ALLOWED_APPS", "JEV_CUA_ALLOWED_A
 
 _FORBIDDEN_CHARS = frozenset(",*?[]{}")
 _BULK_WORDS = frozenset({"all", "all apps", "全部", "所有", "所有应用", "全部应用"})
-_TEMP_RE = re.compile(r"\.[0-9a-f]{16}\.tmp")
 
 
 def validate_app_name(value: str) -> str:
@@ -164,9 +154,11 @@ class AppsFile:
     """The grants file: read it, or append one app to it. There is no remove or bulk API."""
 
     def __init__(self, path: Path | str, *, lock_wait_s: float = LOCK_WAIT_S) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(self.path.name + ".lock")
-        self._lock_wait_s = lock_wait_s
+        self._file = PrivateFile(
+            path, max_bytes=MAX_FILE_BYTES, lock_wait_s=lock_wait_s, error=self._error
+        )
+        self.path = self._file.path
+        self.lock_path = self._file.lock_path
 
     def read(self) -> list[str]:
         """The granted apps in file order, duplicates collapsed; a missing file means none.
@@ -176,7 +168,7 @@ class AppsFile:
                 group/other permission bits, belongs to another user, or is not exactly
                 ``{"version": 1, "apps": [valid names, at most 100]}``.
         """
-        data = self._read_bytes()
+        data = self._file.read_bytes()
         return [] if data is None else self._parse(data)
 
     def add(self, name: str) -> AddResult:
@@ -191,12 +183,7 @@ class AppsFile:
                 past 16 KiB, the lock stayed busy, or the write failed. Nothing was changed.
         """
         app = validate_app_name(name)
-        try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise self._error("io", f"cannot create the directory of {self.path}", exc) from None
-        with self._locked():
-            self._remove_stale_temps()
+        with self._file.locked():
             apps = self.read()
             if app in apps:
                 return AddResult(added=False, app=app, path=str(self.path))
@@ -211,57 +198,8 @@ class AppsFile:
                     "limit",
                     f"adding {app!r} would make {self.path} larger than {MAX_FILE_BYTES} bytes",
                 )
-            self._replace(data)
+            self._file.replace(data)
         return AddResult(added=True, app=app, path=str(self.path))
-
-    # -- reading --------------------------------------------------------------------------
-
-    def _read_bytes(self) -> bytes | None:
-        # O_NONBLOCK: opening a FIFO planted at our path must not hang; fstat then refuses it.
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        try:
-            fd = os.open(self.path, flags)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise self._error(
-                    "unsafe", f"{self.path} is a symbolic link; it must be a plain file"
-                ) from None
-            raise self._error("unsafe", f"cannot open {self.path}", exc) from None
-        try:
-            st = os.fstat(fd)
-            self._check_safe(st, self.path)
-            chunks: list[bytes] = []
-            size = 0
-            while chunk := os.read(fd, MAX_FILE_BYTES + 1 - size):
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > MAX_FILE_BYTES:
-                    raise self._error(
-                        "unsafe", f"{self.path} is larger than {MAX_FILE_BYTES} bytes"
-                    )
-            return b"".join(chunks)
-        except OSError as exc:
-            raise self._error("unsafe", f"cannot read {self.path}", exc) from None
-        finally:
-            os.close(fd)
-
-    def _check_safe(self, st: os.stat_result, path: Path) -> None:
-        mode = stat.S_IMODE(st.st_mode)
-        if not stat.S_ISREG(st.st_mode):
-            raise self._error("unsafe", f"{path} is not a regular file")
-        if st.st_size > MAX_FILE_BYTES:
-            raise self._error("unsafe", f"{path} is larger than {MAX_FILE_BYTES} bytes")
-        if st.st_uid != os.getuid():
-            raise self._error(
-                "unsafe", f"{path} belongs to uid {st.st_uid}, not to you (uid {os.getuid()})"
-            )
-        if mode & 0o077:
-            raise self._error(
-                "unsafe",
-                f"{path} has mode {mode:04o}; it must be private to you: chmod 600 {path}",
-            )
 
     def _parse(self, data: bytes) -> list[str]:
         try:
@@ -295,102 +233,7 @@ class AppsFile:
                 apps.append(item)
         return apps
 
-    # -- writing --------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-        try:
-            fd = os.open(self.lock_path, flags, 0o600)
-        except OSError as exc:
-            raise self._error("io", f"cannot open the lock file {self.lock_path}", exc) from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-                raise self._error(
-                    "unsafe", f"{self.lock_path} is not a regular file of yours; remove it"
-                )
-            self._wait_for_lock(fd)
-            yield
-        finally:
-            os.close(fd)  # releases the flock
-
-    def _wait_for_lock(self, fd: int) -> None:
-        # flock has no timeout, so poll: short sleeps first (the usual holder needs ~1 ms),
-        # growing to 50 ms, until the deadline.
-        deadline = time.monotonic() + self._lock_wait_s
-        pause = 0.001
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                pass
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise self._error(
-                    "locked",
-                    f"another update of {self.path} has held {self.lock_path.name} for more "
-                    f"than {self._lock_wait_s:g} s; try again later",
-                )
-            time.sleep(min(pause, remaining))
-            pause = min(pause * 2, 0.05)
-
-    def _remove_stale_temps(self) -> None:
-        # Under the lock no other writer is mid-update, so a temp file of ours that is still
-        # here was left by a writer that was killed before it could clean up.
-        prefix = self.path.name
-        try:
-            names = os.listdir(self.path.parent)
-        except OSError:
-            return
-        for entry in names:
-            if entry.startswith(prefix) and _TEMP_RE.fullmatch(entry[len(prefix) :]):
-                with contextlib.suppress(OSError):
-                    os.unlink(self.path.parent / entry)
-
-    def _replace(self, data: bytes) -> None:
-        temp = self.path.with_name(f"{self.path.name}.{os.urandom(8).hex()}.tmp")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        created = renamed = False
-        try:
-            fd = os.open(temp, flags, 0o600)
-            created = True
-            try:
-                os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(temp, self.path)
-            renamed = True
-        except OSError as exc:
-            raise self._error("io", f"cannot write {self.path}", exc) from None
-        finally:
-            if created and not renamed:
-                with contextlib.suppress(OSError):
-                    os.unlink(temp)
-        _fsync_dir(self.path.parent)
-
-    def _error(self, reason: str, message: str, exc: OSError | None = None) -> AppsFileError:
-        if exc is not None:
-            message = f"{message}: {exc.strerror or exc}"
+    def _error(self, reason: str, message: str) -> AppsFileError:
         return AppsFileError(
             f"{message}. Nothing was changed.", data={"path": str(self.path), "reason": reason}
         )
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable. Best effort: some file systems refuse fsync on a directory."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -23,6 +23,7 @@ import trio
 
 from deskhand_d import errors as E
 from deskhand_d.config import Config
+from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind
@@ -34,6 +35,7 @@ from deskhand_d.native.states import StateRecord, Use, new_state_id
 
 if TYPE_CHECKING:
     from deskhand_d.audit import AuditLog
+    from deskhand_d.consent.grants import SavedGrant
 
 log = structlog.get_logger("deskhand.native")
 
@@ -48,6 +50,7 @@ class Caller:
     client: str
     pid: int
     ask: Asker | None  # None: the client cannot answer questions (prompts get cancel)
+    consent: ConsentAsker | None = None  # asks the person about an app (None: cannot)
 
     @property
     def owner(self) -> str:
@@ -88,6 +91,7 @@ class NativeService:
         queue: ActionQueue,
         sessions: SessionManager,
         audit: AuditLog | None,
+        consent: ConsentGate,
     ) -> None:
         self.config = config
         self.env = env
@@ -95,6 +99,7 @@ class NativeService:
         self.queue = queue
         self.sessions = sessions
         self.audit = audit
+        self.consent = consent
         self.apps_file = allowlist.AppsFile(allowlist.default_apps_path(env))
         self._granted_cache: list[str] | None = None
         self._granted_key: tuple[int, ...] | None = None
@@ -162,6 +167,36 @@ class NativeService:
                 data={"app": app},
             )
 
+    async def admit(self, caller: Caller, app: str, *, instance: int | None = None) -> Admission:
+        """Deskhand's consent for ``app`` (may ask the person; see consent.gate)."""
+        session = caller.session
+        return await self.consent.admit(
+            session.consent,
+            app,
+            ask=caller.consent,
+            client=caller.client,
+            task_id=id(session),
+            instance=instance,
+        )
+
+    async def revoke(self, app: str, by: str) -> tuple[list[SavedGrant], int]:
+        """Revoke saved grants for ``app``: void open questions, cancel every queued and
+        in-flight call, retire every stateId and close the backend (a fresh process serves
+        the next call), so no handle from before can be used again."""
+        if not any(g.active and g.names(app) for g in self.consent.saved()):
+            raise E.GrantNotFound(
+                f"no active saved grant matches {app!r}; `deskhandctl grants list` shows them",
+                data={"app": app},
+            )
+        self.consent.begin_revocation()
+        changed = await self.consent.store.mutate(lambda f: f.revoke(app))
+        why = f"access to {app} was revoked by {by}"
+        cancelled = self.queue.stop_all(why)
+        self.sessions.invalidate_all(why)
+        await self.backend.aclose()
+        log.warning("consent.revoked", app=app, by=by, cancelled=cancelled)
+        return changed, cancelled
+
     # ----- ops --------------------------------------------------------------------------------
 
     async def list_apps(self, caller: Caller) -> Outcome:
@@ -177,6 +212,7 @@ class NativeService:
             self.check_unlocked()
             self.check_app(app)
             self.check_recovery(session, app, observing=True)
+            admission = await self.admit(caller, app)
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
         out = res.output
@@ -194,6 +230,18 @@ class NativeService:
         if not out.text.strip() and not out.images:
             raise E.BackendError("the backend returned an empty observation; observe again")
         info = treeinfo.inspect(out.text)
+        try:  # the app restarted under a task grant: the person decides before we use it
+            await self.consent.observed(
+                session.consent,
+                admission,
+                info.pid,
+                ask=caller.consent,
+                client=caller.client,
+                task_id=id(session),
+            )
+        except E.DeskhandError as exc:
+            exc.data.update(delivery="dispatched", withheld=True)
+            raise
         image = out.images[0] if out.images else None
         shot = image.decode() if image is not None else None
         state_id = self._mint(session, app, info, has_screenshot=shot is not None)
@@ -224,6 +272,7 @@ class NativeService:
                 now=trio.current_time(),
                 generation=self.backend.processes_started,
             )
+            await self.admit(caller, app, instance=used.pid)
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
         self._raise_for_kind(caller, app, res, observing=False)
@@ -275,11 +324,13 @@ class NativeService:
                 has_screenshot=has_screenshot,
                 backend_generation=self.backend.processes_started,
                 identity=info.identity,
+                pid=info.pid,
                 action_returned=action_returned,
             )
         )
 
-    async def launch(self, app: str) -> str:
+    async def launch(self, caller: Caller, app: str) -> str:
+        await self.admit(caller, app)
         kind = self.backend.resolve_launch().kind
         return await launch_app(
             app, backend_kind=kind, timeout_s=self.config.native.launch_timeout_s

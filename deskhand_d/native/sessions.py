@@ -1,8 +1,8 @@
 """Daemon sessions: what a client's work shares across connections and requests.
 
 A session is opened or resumed by ``hello`` (by name; an unnamed one belongs to its connection)
-and holds its mode, current turn, stateIds, per-app recovery and launch bans (handoffs and
-task grants arrive with later issues). It ends when its client has been gone for the grace
+and holds its mode, current turn, stateIds, per-app recovery, launch bans and the task's consent
+answers (handoffs arrive with the Jev issue). It ends when its client has been gone for the grace
 period, or at once when it was unnamed; its queued work is cancelled then.
 
 Pure apart from trio's clock being passed in as ``now``.
@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Literal
 
+from deskhand_d.consent.model import TaskConsent
 from deskhand_d.native.states import StateBook
 
 Mode = Literal["native", "jev"]
@@ -29,6 +30,7 @@ class Session:
     states: StateBook = field(default_factory=StateBook)
     recovery: set[str] = field(default_factory=set)  # apps that changed under us
     launch_banned: set[str] = field(default_factory=set)  # for the rest of this turn
+    consent: TaskConsent = field(default_factory=TaskConsent)  # this turn's answers
     running_task: bool = False
     attached: int = 0  # live connections using this session
     detached_at: float | None = None
@@ -37,6 +39,7 @@ class Session:
         self.turn += 1
         self.states.invalidate(why)
         self.launch_banned.clear()
+        self.consent.reset()  # a task is one turn: its grants and refusals end with it
 
     def invalidate(self, why: str) -> None:
         self.states.invalidate(why)

@@ -43,6 +43,7 @@ class StateRecord:
     has_screenshot: bool
     backend_generation: int
     identity: str = ""  # the App= identity (bundle id) the tree came from
+    pid: int | None = None  # the process the App= line named
     action_returned: bool = False
     consumed: bool = False
     invalidated: str = ""  # why it was retired without being used, if it was

@@ -154,6 +154,26 @@ class AllowedApps(_Result, tag="allowed_apps", frozen=True):
     added: bool | None = None
 
 
+class GrantInfo(msgspec.Struct, frozen=True, kw_only=True):
+    app: str
+    path: str
+    kind: str  # signed | package
+    signer: str
+    detail: str
+    granted_at: str
+    revoked_at: str | None = None
+    restored_at: str | None = None
+
+
+class Grants(_Result, tag="grants", frozen=True):
+    """Saved grants (``grants_list``) or the ones just changed (revoke / restore)."""
+
+    grants: list[GrantInfo]
+    file: str
+    cancelled: int | None = None
+    """Revoke only: queued and in-flight calls cancelled (in-flight ones ended unknown)."""
+
+
 class ModeState(_Result, tag="mode", frozen=True):
     mode: str
     reason: str = ""
@@ -181,6 +201,7 @@ ResultBody = (
     | ActionDone
     | AppList
     | AllowedApps
+    | Grants
     | ModeState
     | Done
     | LockState
@@ -248,6 +269,8 @@ __all__ = [
     "ErrorBody",
     "Event",
     "EventBody",
+    "GrantInfo",
+    "Grants",
     "LockState",
     "ModeState",
     "Notice",

@@ -102,7 +102,7 @@ class Answer(_Request, tag="answer", frozen=True):
     """Answer a question event for the person."""
 
     question_id: Annotated[str, msgspec.Meta(max_length=100)]
-    choice: Literal["accept", "decline"]
+    choice: Literal["accept", "decline", "once", "always", "deny"]
 
 
 class AppsList(_Request, tag="apps_list", frozen=True):
@@ -111,6 +111,22 @@ class AppsList(_Request, tag="apps_list", frozen=True):
 
 class AppsAdd(_Request, tag="apps_add", frozen=True):
     """Add one app to the allowlist (only ever at the person's explicit request)."""
+
+    app: AppName
+
+
+class GrantsList(_Request, tag="grants_list", frozen=True):
+    """The saved ("always allow") consent grants, active and revoked."""
+
+
+class GrantsRevoke(_Request, tag="grants_revoke", frozen=True):
+    """Revoke the saved grants for an app (by the name it was granted under, or its path)."""
+
+    app: AppName
+
+
+class GrantsRestore(_Request, tag="grants_restore", frozen=True):
+    """Bring back revoked saved grants for an app (the person's explicit decision)."""
 
     app: AppName
 
@@ -206,6 +222,9 @@ Request = (
     | Answer
     | AppsList
     | AppsAdd
+    | GrantsList
+    | GrantsRevoke
+    | GrantsRestore
     | ListApps
     | GetAppState
     | LaunchApp
@@ -232,6 +251,9 @@ __all__ = [
     "Drag",
     "ElementIndex",
     "GetAppState",
+    "GrantsList",
+    "GrantsRestore",
+    "GrantsRevoke",
     "Hello",
     "LaunchApp",
     "ListApps",

@@ -36,6 +36,8 @@ from deskhand_d.protocol import (
     ErrorBody,
     Event,
     EventBody,
+    GrantsList,
+    GrantsRevoke,
     Hello,
     Ping,
     Request,
@@ -56,7 +58,9 @@ log = structlog.get_logger("deskhand.rpc")
 
 
 # The ops that still work while the emergency stop is engaged.
-LOCK_EXEMPT: frozenset[type] = frozenset({Hello, Status, Ping, Stop, Unlock})
+LOCK_EXEMPT: frozenset[type] = frozenset(
+    {Hello, Status, Ping, Stop, Unlock, GrantsList, GrantsRevoke}  # revoking always works
+)
 
 
 def op_name(request: Request) -> str:

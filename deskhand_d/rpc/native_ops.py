@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from deskhand_d.consent.grants import SavedGrant
+from deskhand_d.consent.model import Choice as ConsentChoice
 from deskhand_d.errors import BadRequest, DeskhandError, LaunchBanned, ModeBusy
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.native.service import Caller, NativeService, Outcome
@@ -27,6 +29,11 @@ from deskhand_d.protocol import (
     Done,
     Drag,
     GetAppState,
+    GrantInfo,
+    Grants,
+    GrantsList,
+    GrantsRestore,
+    GrantsRevoke,
     LaunchApp,
     ListApps,
     LockState,
@@ -70,16 +77,29 @@ def _session(conn: Connection) -> Session:
 
 def _caller(conn: Connection, request_id: int) -> Caller:
     questions = conn.hub.questions
-    ask = None
+    ask = consent = None
     if conn.can_answer_questions and questions is not None:
 
         async def ask(req: ap.Confirmation, app: str) -> Literal["accept", "decline"]:
-            return await questions.ask(
+            choice = await questions.ask(
                 conn, request_id=request_id, kind="backend_approval", text=req.message, app=app
             )
+            return "accept" if choice == "accept" else "decline"
+
+        async def consent(text: str, choices: tuple[ConsentChoice, ...], app: str) -> ConsentChoice:
+            choice = await questions.ask(
+                conn,
+                request_id=request_id,
+                kind="app_consent",
+                text=text,
+                app=app,
+                choices=choices,
+            )
+            return choice if choice in ("once", "always") else "deny"
 
     name = conn.client.name if conn.client else "?"
-    return Caller(session=_session(conn), client=name, pid=conn.peer.pid, ask=ask)
+    pid = conn.peer.pid
+    return Caller(session=_session(conn), client=name, pid=pid, ask=ask, consent=consent)
 
 
 async def list_apps(conn: Connection, req: ListApps) -> ResultBody:
@@ -166,7 +186,7 @@ async def launch_app(conn: Connection, req: LaunchApp) -> ResultBody:
             f"launching {req.app!r} is off for the rest of this turn (after a stop, a declined "
             "approval or an unknown outcome there); the person decides what happens next"
         )
-    detail = await native.launch(req.app)
+    detail = await native.launch(_caller(conn, req.id), req.app)
     return Done(detail=detail)
 
 
@@ -258,6 +278,42 @@ async def apps_add(conn: Connection, req: AppsAdd) -> ResultBody:
     )
 
 
+def _grant_infos(grants: list[SavedGrant]) -> list[GrantInfo]:
+    return [
+        GrantInfo(
+            app=g.app,
+            path=g.path,
+            kind=g.kind,
+            signer=g.signer,
+            detail=g.detail,
+            granted_at=g.granted_at,
+            revoked_at=g.revoked_at,
+            restored_at=g.restored_at,
+        )
+        for g in grants
+    ]
+
+
+async def grants_list(conn: Connection, req: GrantsList) -> ResultBody:
+    store = _native(conn).consent.store
+    return Grants(grants=_grant_infos(store.read()), file=str(store.path))
+
+
+async def grants_revoke(conn: Connection, req: GrantsRevoke) -> ResultBody:
+    native = _native(conn)
+    name = conn.client.name if conn.client else "?"
+    changed, cancelled = await native.revoke(req.app, f"{name} (pid {conn.peer.pid})")
+    return Grants(
+        grants=_grant_infos(changed), file=str(native.consent.store.path), cancelled=cancelled
+    )
+
+
+async def grants_restore(conn: Connection, req: GrantsRestore) -> ResultBody:
+    store = _native(conn).consent.store
+    changed = await store.mutate(lambda f: f.restore(req.app))
+    return Grants(grants=_grant_infos(changed), file=str(store.path))
+
+
 HANDLERS: dict[type, Handler] = {
     ListApps: list_apps,
     GetAppState: get_app_state,
@@ -281,4 +337,7 @@ HANDLERS: dict[type, Handler] = {
     Answer: answer,
     AppsList: apps_list,
     AppsAdd: apps_add,
+    GrantsList: grants_list,
+    GrantsRevoke: grants_revoke,
+    GrantsRestore: grants_restore,
 }

@@ -20,14 +20,16 @@ from deskhand_d.protocol import Question
 if TYPE_CHECKING:
     from deskhand_d.rpc.connection import Connection
 
-Choice = Literal["accept", "decline"]
+Choice = Literal["accept", "decline", "once", "always", "deny"]
+APPROVAL_CHOICES: tuple[Choice, ...] = ("accept", "decline")
 
 
 @dataclass(eq=False)
 class _Pending:
     conn_id: int
+    choices: tuple[Choice, ...]
     answered: trio.Event = field(default_factory=trio.Event)
-    choice: Choice = "decline"
+    choice: Choice | None = None
 
 
 class Questions:
@@ -46,15 +48,24 @@ class Questions:
         kind: Literal["backend_approval", "app_consent", "full_trace"],
         text: str,
         app: str = "",
+        choices: tuple[Choice, ...] = APPROVAL_CHOICES,
     ) -> Choice:
         qid = secrets.token_hex(8)
-        pending = _Pending(conn_id=conn.conn_id)
+        pending = _Pending(conn_id=conn.conn_id, choices=choices)
         self._pending[qid] = pending
         try:
             await conn.send_event(
-                Question(id=qid, request_id=request_id, question=kind, text=text, app=app)
+                Question(
+                    id=qid,
+                    request_id=request_id,
+                    question=kind,
+                    text=text,
+                    app=app,
+                    choices=list(choices),
+                )
             )
             await pending.answered.wait()
+            assert pending.choice is not None
             return pending.choice
         finally:
             del self._pending[qid]
@@ -66,5 +77,10 @@ class Questions:
                 "no open question with that id on this connection (it may have been answered, "
                 "cancelled or asked of another client)"
             )
-        pending.choice = choice
-        pending.answered.set()
+        if choice not in pending.choices:
+            raise BadRequest(
+                f"{choice!r} is not one of this question's choices: {', '.join(pending.choices)}"
+            )
+        if pending.choice is None:  # the first answer counts
+            pending.choice = choice
+            pending.answered.set()

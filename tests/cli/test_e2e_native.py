@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
+from dhtest.desk import SIM_APPS, save_grants
 from terminal import Terminal
 
 pytestmark = pytest.mark.slow
@@ -55,11 +56,16 @@ def desk() -> Iterator[Any]:
     """A factory: ``desk(scenario, **env)`` starts a daemon with the simulator backend."""
     started: list[DaemonProc] = []
 
-    def make(scenario: dict[str, Any] | None = None, **env: str) -> Desk:
+    def make(
+        scenario: dict[str, Any] | None = None, *, grants: tuple[str, ...] = SIM_APPS, **env: str
+    ) -> Desk:
         extra = {"DESKHAND_BACKEND": "sim", **env}
         if scenario is not None:
             extra["DESKHAND_SIM_SCENARIO"] = json.dumps(scenario)
-        started.append(spawn_daemon(short_tmpdir(), extra_env=extra))
+        root = short_tmpdir()
+        if grants:
+            save_grants(root / "config", grants)
+        started.append(spawn_daemon(root, extra_env=extra))
         return Desk(started[-1])
 
     yield make

@@ -10,7 +10,20 @@ from typing import Any
 
 import pytest
 
+from deskhand_d.consent.catalog import CatalogPlatform
+from deskhand_d.consent.grants import GrantsFile
 from dhtest.daemon import DaemonProc, short_tmpdir, spawn_daemon
+
+SIM_APPS = ("Calculator", "TextEdit", "Calendar")
+
+
+def save_grants(config_home: Path, apps: tuple[str, ...], catalog: Path | None = None) -> Path:
+    """Saved grants for ``apps`` (as the person's "always" would leave them)."""
+    store = GrantsFile(config_home / "deskhand" / "grants.json")
+    platform = CatalogPlatform(catalog)
+    for app in apps:
+        store.add(platform.identify(app))
+    return store.path
 from dhtest.wsclient import SyncClient
 
 
@@ -47,9 +60,19 @@ def desk_factory() -> Iterator[Any]:
     procs: list[DaemonProc] = []
     desks: list[Desk] = []
 
-    def make(scenario: dict[str, Any] | None = None, *, config: str = "", **env: str) -> Desk:
+    def make(
+        scenario: dict[str, Any] | None = None,
+        *,
+        config: str = "",
+        grants: tuple[str, ...] = SIM_APPS,
+        **env: str,
+    ) -> Desk:
+        """A daemon on the simulator. ``grants``: apps given a saved consent grant first (the
+        consent tests pass ``()`` and answer the questions themselves)."""
         root = short_tmpdir()
         roots.append(root)
+        if grants:
+            save_grants(root / "config", grants)
         if config:
             conf = root / "config" / "deskhand"
             conf.mkdir(parents=True, mode=0o700, exist_ok=True)

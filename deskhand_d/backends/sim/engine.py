@@ -166,12 +166,24 @@ class Engine:
         try:
             args = self._arguments(name, arguments)
             entry = self.catalog.resolve(args["app"])
+            if any(w.matches(name, ordinal) for w in sc.relaunch):
+                self._relaunch(entry)
             await self._approve(entry, approve, outcome)
             result = self._run(name, entry, args)
         except (_Fail, Resolution, ActionError) as exc:
             result = _text(str(exc), error=True)
         result.user_flow = outcome.user_flow
         return result
+
+    def _relaunch(self, entry: AppEntry) -> None:
+        """The app quit and started again just before this call: a new process, no session."""
+        entry.pid += 1000
+        entry.running = True
+        app = self.apps.get(entry.bundle_id)
+        if app is not None:
+            app.pid = entry.pid
+        self.active.discard(entry.bundle_id)
+        self.renders.pop(entry.bundle_id, None)
 
     def _injected(self, error: str, arguments: dict[str, Any]) -> Outcome:
         app_arg = arguments.get("app")

@@ -108,6 +108,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     hang: list[When] = msgspec.field(default_factory=list)
     garbage: list[Garbage] = msgspec.field(default_factory=list)
     inject: list[Inject] = msgspec.field(default_factory=list)
+    relaunch: list[When] = msgspec.field(default_factory=list)
     receipts: bool = False
     telemetry: bool = True
     screenshots: bool = True

@@ -1,0 +1,259 @@
+"""Deskhand's consent at every dispatch: identify the app, decide, ask the person, remember.
+
+The trio shell around :mod:`.model`. :meth:`ConsentGate.admit` runs after the allowlist and
+before the action queue for every op that names an app (observations, actions, launches, in
+every mode). It resolves the app's identity through the platform (cached while the platform's
+cheap stamp of the executable is unchanged), decides from the saved grants and what the task
+remembers, and otherwise asks the requesting client a ``question`` of kind ``app_consent``.
+
+* **One question per app per task.** Selections of the same identity within one task queue on
+  a lock; whoever waited decides again from what the first answer recorded.
+* **Nobody to ask** (the client declared it cannot answer, or went away) → deny, and nothing is
+  remembered, so a person can still say yes later.
+* **Revocation wins races.** Every revocation bumps an epoch. An answer that arrives after a
+  revocation began is void (``consent_denied``, reason ``revoked_meanwhile``), and an "always"
+  is written inside the grants mutation queue only if no revocation started since the question
+  was asked, so a decision in flight can never restore access the person has just revoked.
+* **Cold selection.** Whenever a question was asked, the identity is resolved again, uncached,
+  right before the dispatch (which may launch the app: Sky's ``get_app_state`` does); if it
+  changed while the person decided, nothing is dispatched (``identity_changed``).
+* **Instances.** A task grant is bound to the process the backend reports on the first
+  observation; if a later observation shows another process the caller asks again before
+  using that observation (:meth:`ConsentGate.observed`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Literal
+
+import structlog
+import trio
+
+from deskhand_d import errors as E
+from deskhand_d.consent import model
+from deskhand_d.consent.grants import GrantsStore, SavedGrant
+from deskhand_d.consent.identity import AppIdentity, IdentityPlatform, IdentityUnavailable
+from deskhand_d.consent.model import Choice, TaskConsent
+
+log = structlog.get_logger("deskhand.consent")
+
+ConsentAsker = Callable[[str, tuple[Choice, ...], str], Awaitable[Choice]]
+"""(question text, choices, app) → the person's choice. Raises trio.Cancelled if nobody
+answers before the request ends."""
+
+IDENTITY_TTL_S = 60.0  # re-resolve names at least this often even if the stamp is unchanged
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    identity: AppIdentity
+    source: Literal["saved", "task"]
+
+
+@dataclass(slots=True)
+class _Cached:
+    identity: AppIdentity
+    stamp: Hashable
+    at: float
+
+
+class ConsentGate:
+    def __init__(
+        self,
+        *,
+        platform: IdentityPlatform,
+        store: GrantsStore,
+        generation: Callable[[], int],
+    ) -> None:
+        self.platform = platform
+        self.store = store
+        self._backend_generation = generation
+        self.revocations = 0
+        self._identities: dict[str, _Cached] = {}
+        self._selecting: dict[tuple[int, str], trio.Lock] = {}
+        self._saved: tuple[Hashable, list[SavedGrant]] | None = None
+        self.questions_asked = 0
+
+    # ----- what the decision needs ------------------------------------------------------------
+
+    def generation(self) -> int:
+        """Changes whenever the backend process changes or a revocation closes it. Both
+        counters only grow, so their sum changes whenever either does."""
+        return self._backend_generation() + self.revocations
+
+    def saved(self) -> list[SavedGrant]:
+        """grants.json, re-read (with its safety checks) whenever the file changes."""
+        try:
+            st = os.stat(self.store.path)
+            key: Hashable = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+        except FileNotFoundError:
+            key = None
+        if self._saved is None or self._saved[0] != key:
+            self._saved = (key, self.store.read())
+        return self._saved[1]
+
+    async def identify(self, app: str, *, fresh: bool = False) -> AppIdentity:
+        now = trio.current_time()
+        cached = self._identities.get(app)
+        if not fresh and cached is not None and now - cached.at < IDENTITY_TTL_S:
+            try:
+                if self.platform.stamp(cached.identity) == cached.stamp:
+                    return cached.identity
+            except OSError:
+                pass
+        try:
+            identity = await trio.to_thread.run_sync(self.platform.identify, app)
+            stamp = self.platform.stamp(identity)
+        except (IdentityUnavailable, OSError) as exc:
+            self._identities.pop(app, None)
+            raise E.AppUnidentified(
+                f"cannot tell which program {app!r} is without launching it: {exc}",
+                data={"app": app, "delivery": "refused"},
+            ) from None
+        self._identities[app] = _Cached(identity, stamp, now)
+        return identity
+
+    # ----- the gate ---------------------------------------------------------------------------
+
+    async def admit(
+        self,
+        task: TaskConsent,
+        app: str,
+        *,
+        ask: ConsentAsker | None,
+        client: str,
+        task_id: int,
+        instance: int | None = None,
+    ) -> Admission:
+        """Allow the dispatch or raise ConsentDenied / AppUnidentified / IdentityChanged.
+
+        ``task_id`` identifies the task for serializing questions (the session object's id is
+        fine); ``instance`` is the pid the caller's observation saw, for actions.
+        """
+        identity = await self.identify(app)
+        decision = model.decide(
+            task, identity, self.saved(), generation=self.generation(), instance=instance
+        )
+        if isinstance(decision, model.Allow):
+            return Admission(identity, decision.source)
+        if isinstance(decision, model.Deny):
+            raise self._denied(identity, "refused_this_task")
+        key = (task_id, identity.key)
+        lock = self._selecting.setdefault(key, trio.Lock())
+        try:
+            async with lock:
+                return await self._settle(task, identity, ask, client, instance)
+        finally:
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                self._selecting.pop(key, None)
+
+    async def _settle(
+        self,
+        task: TaskConsent,
+        identity: AppIdentity,
+        ask: ConsentAsker | None,
+        client: str,
+        instance: int | None,
+    ) -> Admission:
+        # Decide again: the request we queued behind may have settled it.
+        generation = self.generation()
+        decision = model.decide(
+            task, identity, self.saved(), generation=generation, instance=instance
+        )
+        if isinstance(decision, model.Allow):
+            return Admission(identity, decision.source)
+        if isinstance(decision, model.Deny):
+            raise self._denied(identity, "refused_this_task")
+        if ask is None:
+            raise self._denied(identity, "no_one_to_ask")
+        epoch = self.revocations
+        self.questions_asked += 1
+        text = self.question_text(identity, client, restarted=decision.restarted)
+        choice = await ask(text, decision.choices, identity.app)
+        if choice not in decision.choices:
+            choice = "deny"
+        if self.revocations != epoch:
+            raise self._denied(identity, "revoked_meanwhile")
+        log.info("consent.answered", app=identity.app, kind=identity.kind, choice=choice)
+        if choice == "deny":
+            task.record(identity, "deny", generation=generation)
+            raise self._denied(identity, "declined")
+        if choice == "always":
+
+            def save(file: object) -> bool:
+                # Runs inside the mutation queue: a revocation that began after the question
+                # was asked has bumped the epoch, and then nothing is written.
+                if self.revocations != epoch:
+                    return False
+                self.store.file.add(identity)
+                return True
+
+            if not await self.store.mutate(save):
+                raise self._denied(identity, "revoked_meanwhile")
+        # Cold selection: the person took their time; check the program again before it is
+        # launched or touched.
+        again = await self.identify(identity.app, fresh=True)
+        if again.key != identity.key or again.path != identity.path:
+            raise E.IdentityChanged(
+                f"{identity.app!r} changed on disk while you were deciding ({identity.path}); "
+                "nothing was launched or sent; ask again",
+                data={"app": identity.app, "delivery": "refused"},
+            )
+        task.record(identity, choice, generation=self.generation())
+        return Admission(identity, "saved" if choice == "always" else "task")
+
+    async def observed(
+        self,
+        task: TaskConsent,
+        admission: Admission,
+        pid: int | None,
+        *,
+        ask: ConsentAsker | None,
+        client: str,
+        task_id: int,
+    ) -> None:
+        """After an observation: bind the task grant to the process the backend saw, or, if
+        the grant belongs to another process (the app restarted), ask again first."""
+        if admission.source != "task" or model.after_observation(task, admission.identity, pid):
+            return
+        task.grants.pop(admission.identity.key, None)
+        again = await self.admit(
+            task, admission.identity.app, ask=ask, client=client, task_id=task_id, instance=pid
+        )
+        model.after_observation(task, again.identity, pid)
+
+    # ----- revocation -------------------------------------------------------------------------
+
+    def begin_revocation(self) -> None:
+        """Void every open question and lapse every task grant (call before the file write)."""
+        self.revocations += 1
+        self._identities.clear()
+
+    # ----- words ------------------------------------------------------------------------------
+
+    @staticmethod
+    def question_text(identity: AppIdentity, client: str, *, restarted: bool) -> str:
+        what = "was restarted; " if restarted else ""
+        return (
+            f"{client} wants to operate {identity.app!r}, which {what}is the program "
+            f"{identity.describe()}. Allow it for this task"
+            + (", always allow this exact program," if identity.verifiable else "")
+            + " or deny?"
+        )
+
+    @staticmethod
+    def _denied(identity: AppIdentity, reason: str) -> E.ConsentDenied:
+        why = {
+            "refused_this_task": "you already said no for this task",
+            "declined": "you said no",
+            "no_one_to_ask": "the client cannot ask you (no terminal or no question support)",
+            "revoked_meanwhile": "access was revoked while the question was open",
+        }[reason]
+        return E.ConsentDenied(
+            f"Deskhand may not operate {identity.app!r}: {why}. Nothing was sent. Ask the "
+            "person; they decide on their next request, or with `deskhandctl grants restore`.",
+            data={"app": identity.app, "reason": reason, "delivery": "refused"},
+        )
