@@ -9,10 +9,22 @@ bash .ci/setup.sh
 
 export DESKHAND_SOCKET="${XDG_RUNTIME_DIR:-/tmp}/deskhand-demo-$(id -u)/deskhand.sock"
 export DESKHAND_BACKEND=sim
+# A throwaway profile (allowlist, consent grants, audit log), never your own.
+profile="${XDG_RUNTIME_DIR:-/tmp}/deskhand-demo-profile-$(id -u)"
+mkdir -p -m 700 "$profile/state"
+export DESKHAND_CONFIG="$profile/config.toml" XDG_STATE_HOME="$profile/state"
 if [ ! -t 0 ]; then
-  # Nobody at a terminal to answer the simulated "Allow ChatGPT to use Calculator?" prompt:
-  # start the simulated desktop with Calculator already approved. At a terminal, you answer it.
+  # Nobody at a terminal to answer the two questions a person would see: Deskhand's own
+  # consent for Calculator and the simulated "Allow ChatGPT to use Calculator?" prompt. Stand in
+  # for the answers: an "always" for the simulated Calculator in the throwaway profile, and a
+  # simulated desktop that starts with Calculator approved. At a terminal, you answer both.
   export DESKHAND_SIM_SCENARIO='{"preapproved": ["Calculator"]}'
+  .venv/bin/python - "$profile/grants.json" <<'PY'
+import sys
+from deskhand_d.consent.catalog import CatalogPlatform
+from deskhand_d.consent.grants import GrantsFile
+GrantsFile(sys.argv[1]).add(CatalogPlatform().identify("Calculator"))
+PY
 fi
 ctl=.venv/bin/deskhandctl
 field() { .venv/bin/python -c "import json, sys; print(json.load(sys.stdin).get('$1') or '')"; }

@@ -54,6 +54,9 @@ from typing import Any
 import trio
 from trio_websocket import WebSocketConnection, wrap_client_stream
 
+from deskhand_d.consent.catalog import CatalogPlatform
+from deskhand_d.consent.grants import GrantsFile
+
 PYTHON = sys.executable
 JSON_SUBPROTOCOL = "deskhand.v1.json"
 APP = "Calculator"
@@ -392,6 +395,9 @@ def bench_env(root: Path) -> dict[str, str]:
     env["DESKHAND_CONFIG"] = str(root / "config" / "absent.toml")  # built-in defaults only
     env["DESKHAND_BACKEND"] = "sim"
     env["DESKHAND_SIM_SCENARIO"] = json.dumps(SCENARIO)
+    # The person's "always" for the simulated Calculator, so consent is decided from grants.json
+    # on every click (the path every click takes once the person has said yes).
+    GrantsFile(root / "config" / "grants.json").add(CatalogPlatform().identify(APP))
     return env
 
 

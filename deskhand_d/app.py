@@ -88,7 +88,8 @@ async def _start_native(
     gate = ConsentGate(
         platform=platforms.for_config(cfg, backend_kind),
         store=GrantsStore(GrantsFile(default_grants_path(env))),
-        generation=lambda: backend.processes_started,
+        # A grant given while no backend runs belongs to the process the next call starts.
+        generation=lambda: backend.processes_started + (backend.running_pid is None),
     )
     hub.native = NativeService(
         config=cfg,

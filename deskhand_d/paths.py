@@ -72,6 +72,15 @@ def config_dir(env: Env = os.environ) -> Path:
     return _path(os.path.join(base, "deskhand"))
 
 
+def profile_dir(env: Env = os.environ) -> Path:
+    """Where the person's settings live: beside ``DESKHAND_CONFIG`` if it names a config file,
+    else the config directory. ``apps.json`` and ``grants.json`` are kept here."""
+    override = env.get("DESKHAND_CONFIG")
+    if override:
+        return _path(override).parent
+    return config_dir(env)
+
+
 def state_dir(env: Env = os.environ) -> Path:
     if is_macos():
         return config_dir(env) / "state"

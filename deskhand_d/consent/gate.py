@@ -219,7 +219,6 @@ class ConsentGate:
         the grant belongs to another process (the app restarted), ask again first."""
         if admission.source != "task" or model.after_observation(task, admission.identity, pid):
             return
-        task.grants.pop(admission.identity.key, None)
         again = await self.admit(
             task, admission.identity.app, ask=ask, client=client, task_id=task_id, instance=pid
         )

@@ -64,7 +64,7 @@ class _Document(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 def default_grants_path(env: Mapping[str, str] = os.environ) -> Path:
-    return paths.config_dir(env) / GRANTS_FILE_NAME
+    return paths.profile_dir(env) / GRANTS_FILE_NAME
 
 
 def _now() -> str:

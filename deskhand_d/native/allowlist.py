@@ -138,7 +138,7 @@ def _match_key(name: str) -> str:
 
 def default_apps_path(env: Mapping[str, str] = os.environ) -> Path:
     """``apps.json`` beside the config file."""
-    return paths.config_dir(env) / APPS_FILE_NAME
+    return paths.profile_dir(env) / APPS_FILE_NAME
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Theory of operation. Every native op goes through the same gates, in this order, all decided
 before any backend traffic: the emergency lock, the app allowlist, the session's recovery
-state, the mode (jev needs a handoff), then the stateId (consumed by any attempt). The call
+state, the mode (jev needs a handoff), the stateId (consumed by any attempt), then Deskhand's
+consent for the app (:mod:`deskhand_d.consent.gate`, which may ask the person). The call
 itself runs in the action queue's single worker; a backend approval prompt is routed to the
 requesting client as a ``question`` event (only if it declared it can answer). The reply
 states honestly what happened: ``dispatched`` (the backend answered), ``refused`` (nothing
@@ -11,7 +12,6 @@ ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatc
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -27,11 +27,13 @@ from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind
-from deskhand_d.native import allowlist, treeinfo
+from deskhand_d.native import treeinfo
+from deskhand_d.native.gates import Gates
 from deskhand_d.native.launch import launch as launch_app
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
+from deskhand_d.native.verdicts import raise_for_kind
 
 if TYPE_CHECKING:
     from deskhand_d.audit import AuditLog
@@ -81,7 +83,7 @@ def _refused_if_raised() -> Iterator[None]:
         raise
 
 
-class NativeService:
+class NativeService(Gates):
     def __init__(
         self,
         *,
@@ -93,79 +95,12 @@ class NativeService:
         audit: AuditLog | None,
         consent: ConsentGate,
     ) -> None:
-        self.config = config
-        self.env = env
+        super().__init__(config, env)
         self.backend = backend
         self.queue = queue
         self.sessions = sessions
         self.audit = audit
         self.consent = consent
-        self.apps_file = allowlist.AppsFile(allowlist.default_apps_path(env))
-        self._granted_cache: list[str] | None = None
-        self._granted_key: tuple[int, ...] | None = None
-        self.locked_by = ""
-
-    # ----- gates ------------------------------------------------------------------------------
-
-    def allowed_apps(self) -> list[str]:
-        return allowlist.effective_allowlist(
-            self.config.native.allowed_apps, self.env, self._granted()
-        )
-
-    def _granted(self) -> list[str]:
-        """apps.json's entries, re-read (with all its safety checks) whenever the file changes.
-
-        The key includes ctime, mode and owner, so a chmod or chown is noticed too.
-        """
-        try:
-            st = os.stat(self.apps_file.path)
-            key: tuple[int, ...] | None = (
-                st.st_ino,
-                st.st_size,
-                st.st_mtime_ns,
-                st.st_ctime_ns,
-                st.st_mode,
-                st.st_uid,
-            )
-        except FileNotFoundError:
-            key = None
-        if self._granted_cache is None or key != self._granted_key:
-            self._granted_cache = self.apps_file.read()
-            self._granted_key = key
-        return self._granted_cache
-
-    def check_unlocked(self) -> None:
-        if self.locked_by:
-            raise E.Locked(
-                f"the emergency stop is engaged (by {self.locked_by}); nothing runs until "
-                "`deskhandctl unlock`",
-                data={"by": self.locked_by, "delivery": "refused"},
-            )
-
-    def check_app(self, app: str) -> None:
-        if not allowlist.is_allowed(app, self.allowed_apps()):
-            raise E.AppNotAllowed(
-                f"{app!r} is not on the allowlist, so nothing was sent; only the person may add "
-                f"it, with `deskhandctl apps add {app!r}`",
-                data={"app": app, "delivery": "refused"},
-            )
-
-    def check_recovery(self, session: Session, app: str, *, observing: bool) -> None:
-        if session.recovery and not (observing and app in session.recovery):
-            pending = ", ".join(sorted(session.recovery))
-            raise E.RecoveryPending(
-                f"the person changed {pending}; call get_app_state for it before anything else",
-                data={"apps": sorted(session.recovery)},
-            )
-
-    def check_mode(self, session: Session, app: str) -> None:
-        if session.mode == "jev":
-            raise E.HandoffRequired(
-                "this session is in jev mode: native actions need an active handoff for this "
-                "app (Jev hands one back with needs_planner); the person may switch modes with "
-                "`deskhandctl mode native`",
-                data={"app": app},
-            )
 
     async def admit(self, caller: Caller, app: str, *, instance: int | None = None) -> Admission:
         """Deskhand's consent for ``app`` (may ask the person; see consent.gate)."""
@@ -216,7 +151,7 @@ class NativeService:
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
         out = res.output
-        self._raise_for_kind(caller, app, res, observing=True)
+        raise_for_kind(caller.session, app, res, observing=True)
         if out.is_error:
             raise E.BackendError(
                 f"the backend could not observe {app!r}: {out.text.strip()[:500]}",
@@ -275,7 +210,7 @@ class NativeService:
             await self.admit(caller, app, instance=used.pid)
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
-        self._raise_for_kind(caller, app, res, observing=False)
+        raise_for_kind(caller.session, app, res, observing=False)
         if not res.usable:
             session.launch_banned.add(app)
             raise E.OutcomeUnknown(
@@ -391,43 +326,6 @@ class NativeService:
         finally:
             self._audit(
                 caller, app, tool, delivery, trio.current_time() - started, code, reason, args
-            )
-
-    def _raise_for_kind(
-        self, caller: Caller, app: str, res: CallResult, *, observing: bool
-    ) -> None:
-        kind = res.output.kind
-        session = caller.session
-        if kind is Kind.SESSION_STOPPED:
-            session.launch_banned.add(app)
-            session.invalidate("the person stopped the session")
-            raise E.SessionStopped(
-                "the person stopped computer use for this turn; stop and tell them, and wait for "
-                "their next message",
-                data={"delivery": "refused" if observing else "unknown", "app": app},
-            )
-        if kind is Kind.APPROVAL_DECLINED:
-            session.launch_banned.add(app)
-            raise E.ApprovalDeclined(
-                f"the person declined the approval for {app!r}; do not ask again this turn",
-                data={"delivery": "refused", "app": app, "approval_reason": res.approval_reason},
-            )
-        if kind is Kind.APPROVAL_CANCELLED:
-            raise E.ApprovalCancelled(
-                f"the approval for {app!r} was cancelled ({res.approval_reason or 'no answer'}); "
-                "nothing ran",
-                data={"delivery": "refused", "app": app, "approval_reason": res.approval_reason},
-            )
-        if kind is Kind.NOT_AUTHENTICATED:
-            raise E.BackendUnavailable(
-                "the backend refuses tool calls from this process (not authenticated); run "
-                "`deskhandctl doctor`",
-                data={"delivery": "refused"},
-            )
-        if kind is Kind.PARTIAL_UPDATE and observing:
-            raise E.BackendError(
-                "the backend sent a partial update instead of a full tree; observe again",
-                data={"delivery": "dispatched", "app": app},
             )
 
     def _audit(

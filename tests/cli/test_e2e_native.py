@@ -185,3 +185,58 @@ def test_without_a_terminal_the_approval_is_cancelled(desk: Any) -> None:
     done = d.run("observe", "Calculator")
     assert done.returncode == 1
     assert "approval_cancelled" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "code", "saved"),
+    [(b"a\n", 0, 1), (b"o\n", 0, 0), (b"d\n", 1, 0), (b"\n", 1, 0), (b"yes\n", 1, 0)],
+)
+def test_consent_answered_at_the_terminal(desk: Any, typed: bytes, code: int, saved: int) -> None:
+    """Deskhand's own consent question: [o]nce / [a]lways / [d]eny, anything else denies."""
+    d = desk({"preapproved": ["*"]}, grants=())
+    terminal = Terminal(*d.argv("observe", "Calculator"), env=d.env)
+    try:
+        shown = terminal.read_until(b"(default deny) ").decode()
+        assert "[o]nce / [a]lways / [d]eny" in shown
+        assert "/System/Applications/Calculator.app/Contents/MacOS/Calculator" in shown
+        assert "signed by Apple" in shown
+        terminal.type(typed)
+        exit_code, out = terminal.finish()
+    finally:
+        terminal.close()
+    assert exit_code == code, terminal.seen
+    if code == 0:
+        assert out.splitlines()[-1].startswith("state: ")
+    listed = d.json("grants", "list")["grants"]
+    assert len(listed) == saved
+    if code:
+        assert b"consent_denied" in terminal.seen
+
+
+def test_without_a_terminal_consent_is_denied(desk: Any) -> None:
+    d = desk({"preapproved": ["*"]}, grants=())
+    done = d.json("observe", "Calculator", code=1)
+    assert done["error"]["code"] == "consent_denied"
+    assert done["error"]["data"]["reason"] == "no_one_to_ask"
+
+
+def test_grants_list_revoke_restore(desk: Any) -> None:
+    d = desk({"preapproved": ["*"]})  # Calculator, TextEdit and Calendar have saved grants
+    state = d.json("observe", "Calculator")["state_id"]
+    listed = d.json("grants", "list")
+    assert sorted(g["app"] for g in listed["grants"]) == ["Calculator", "Calendar", "TextEdit"]
+    text = d.run("grants", "list").stdout
+    assert "Calculator: active" in text and "program: /System/Applications/Calculator.app" in text
+    revoked = d.json("grants", "revoke", "calculator")
+    assert revoked["cancelled"] == 0 and revoked["grants"][0]["revoked_at"]
+    assert "restored 1 grant(s)" in d.run("grants", "restore", "Calculator").stdout
+    again = d.json("click", "--app", "Calculator", "--state", state, "--index", "1", code=1)
+    assert again["error"]["code"] == "state_invalidated"
+    # Listing and revoking work even while the emergency stop is engaged; restoring does not.
+    assert d.json("stop")["locked"] is True
+    assert d.json("grants", "revoke", "TextEdit")["grants"][0]["app"] == "TextEdit"
+    assert d.json("grants", "restore", "TextEdit", code=1)["error"]["code"] == "locked"
+    assert d.json("unlock")["locked"] is False
+    missing = d.json("grants", "revoke", "Safari", code=1)
+    assert missing["error"]["code"] == "grant_not_found"
+    assert "grants list" in missing["error"]["message"]

@@ -13,6 +13,7 @@ import pytest
 from deskhand_d.consent.catalog import CatalogPlatform
 from deskhand_d.consent.grants import GrantsFile
 from dhtest.daemon import DaemonProc, short_tmpdir, spawn_daemon
+from dhtest.wsclient import SyncClient
 
 SIM_APPS = ("Calculator", "TextEdit", "Calendar")
 
@@ -24,7 +25,20 @@ def save_grants(config_home: Path, apps: tuple[str, ...], catalog: Path | None =
     for app in apps:
         store.add(platform.identify(app))
     return store.path
-from dhtest.wsclient import SyncClient
+
+
+def open_client(socket: Path, session: str, *, answers: bool, name: str) -> SyncClient:
+    """A connected client that said hello for ``session``."""
+    c = SyncClient(socket, hello=False)
+    r = c.call(
+        "hello",
+        protocol=1,
+        client={"name": name, "kind": "test"},
+        can_answer_questions=answers,
+        session=session,
+    )
+    assert r["type"] == "result", r
+    return c
 
 
 class Desk:
@@ -35,15 +49,7 @@ class Desk:
         self.root = d.root
 
     def client(self, session: str = "", *, answers: bool = False, name: str = "test") -> SyncClient:
-        c = SyncClient(self.d.socket, hello=False)
-        r = c.call(
-            "hello",
-            protocol=1,
-            client={"name": name, "kind": "test"},
-            can_answer_questions=answers,
-            session=session,
-        )
-        assert r["type"] == "result", r
+        c = open_client(self.d.socket, session, answers=answers, name=name)
         self.clients.append(c)
         return c
 

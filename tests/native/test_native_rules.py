@@ -183,4 +183,7 @@ def test_session_close_ends_it_now(desk_factory: Any) -> None:
     assert c.call("session_close")["result"]["kind"] == "done"
     assert c.call("get_app_state", app="Calculator")["error"]["code"] == "bad_request"
     again = desk.client("closing")
-    assert again.call("press_key", app="Calculator", state_id=sid, key="1")["error"]["code"] == "state_unknown"
+    assert (
+        again.call("press_key", app="Calculator", state_id=sid, key="1")["error"]["code"]
+        == "state_unknown"
+    )

@@ -125,8 +125,15 @@ def test_launch_commands_never_use_a_shell() -> None:
     from deskhand_d.native.launch import command_for
 
     assert command_for("Calculator", "darwin") == ["/usr/bin/open", "-a", "Calculator"]
-    assert command_for("com.apple.calculator", "darwin") == ["/usr/bin/open", "-b", "com.apple.calculator"]
-    assert command_for("/Applications/My App.app", "darwin") == ["/usr/bin/open", "/Applications/My App.app"]
+    assert command_for("com.apple.calculator", "darwin") == [
+        "/usr/bin/open",
+        "-b",
+        "com.apple.calculator",
+    ]
+    assert command_for("/Applications/My App.app", "darwin") == [
+        "/usr/bin/open",
+        "/Applications/My App.app",
+    ]
 
 
 def test_predecessor_mode_variable_is_accepted() -> None:
