@@ -3,6 +3,7 @@ arrive after a revocation, identities that change while the person decides, rela
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -144,3 +145,23 @@ def test_actions_are_gated_too(rig_factory: Any) -> None:
     )
     assert reply["error"]["code"] == "consent_denied"
     assert rig.calls("click") == []
+
+
+def test_an_unsafe_grants_file_refuses_and_is_never_overwritten(rig_factory: Any) -> None:
+    rig: Rig = rig_factory()
+    agent = rig.person()
+    assert agent.request("get_app_state", ["always"], app="Calculator")["type"] == "result"
+    rig.grants_path.write_text('{"version": 1, "grants": [')  # corrupt
+    corrupt = rig.grants_path.read_bytes()
+    reply = agent.request("get_app_state", app="TextEdit")
+    assert reply["error"]["code"] == "grants_file_invalid"
+    assert str(rig.grants_path) in reply["error"]["message"]
+    listed = rig.admin().call("grants_list")
+    assert listed["error"]["code"] == "grants_file_invalid"
+    assert rig.grants_path.read_bytes() == corrupt
+    rig.grants_path.write_text(json.dumps({"version": 1, "grants": []}))
+    rig.grants_path.chmod(0o644)  # readable by others: refused too
+    assert agent.request("get_app_state", app="Calculator")["error"]["code"] == (
+        "grants_file_invalid"
+    )
+    assert oct(rig.grants_path.stat().st_mode & 0o777) == "0o644"
