@@ -405,7 +405,7 @@ def wait_connectable(path: Path, proc: subprocess.Popen[bytes], timeout: float =
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the daemon exited early with {proc.returncode}")
+            raise RuntimeError(f"{proc.args!r} exited early with {proc.returncode}")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             try:
                 s.connect(str(path))

@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ from trio_websocket import wrap_client_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from backend_call import measure_tools_call
-from native_click import measure_native_click
+from native_click import measure_native_click, wait_connectable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -82,20 +81,6 @@ def clean_env(root: Path) -> dict[str, str]:
     env["XDG_STATE_HOME"] = str(root / "state")
     env["DESKHAND_CONFIG"] = str(root / "config" / "absent.toml")  # built-in defaults only
     return env
-
-
-def wait_connectable(path: Path, proc: subprocess.Popen[bytes], timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited early with {proc.returncode}")
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            try:
-                s.connect(str(path))
-                return
-            except OSError:
-                time.sleep(0.01)
-    raise TimeoutError(f"nothing listens on {path} after {timeout}s")
 
 
 @contextmanager

@@ -472,10 +472,10 @@ def test_macos_dry_run_prints_plist_and_changes_nothing(
 def test_macos_socket_follows_paths_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """The socket rendered for macOS off-Mac equals deskhand_d.paths' macOS socket."""
     env = {"TMPDIR": "/var/folders/ab/cd/T/", "HOME": "/Users/x"}
-    mirrored = service.macos_socket(env)
+    mirrored = _units.macos_socket(env)
     monkeypatch.setattr(paths, "is_macos", lambda: True)
-    assert mirrored == paths.runtime_dir(env) / paths.SOCKET_NAME == service.macos_socket(env)
-    assert service.macos_socket({}) == Path("/tmp/deskhand/deskhand.sock")
+    assert mirrored == paths.runtime_dir(env) / paths.SOCKET_NAME == _units.macos_socket(env)
+    assert _units.macos_socket({}) == Path("/tmp/deskhand/deskhand.sock")
 
 
 def test_daemon_command_prefers_the_console_script(tmp_path: Path) -> None:

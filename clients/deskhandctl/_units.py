@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Final
 from xml.sax.saxutils import escape as _xml_escape
 
+from deskhand_d import paths
 from deskhand_d.paths import LAUNCHD_LABEL, SOCKET_NAME, SYSTEMD_SERVICE, SYSTEMD_SOCKET
 
 DESKHAND_D: Final = "@DESKHAND_D@"
@@ -313,3 +314,26 @@ def _write_canonical(root: Path) -> None:
 
 if __name__ == "__main__":
     _write_canonical(Path(sys.argv[1]) if len(sys.argv) > 1 else Path.cwd())
+
+
+# ----- where the units put things ---------------------------------------------------------
+
+
+def macos_socket(env: Mapping[str, str]) -> Path:
+    """Where the LaunchAgent's socket goes: the path macOS clients use by default."""
+    if paths.is_macos():
+        return paths.runtime_dir(dict(env)) / paths.SOCKET_NAME
+    # Rendering for macOS elsewhere (dry runs, tests): paths.runtime_dir answers for the
+    # running OS, so its macOS rule is mirrored here; a test keeps the two in step.
+    return Path(env.get("TMPDIR") or "/tmp") / "deskhand" / paths.SOCKET_NAME
+
+
+def macos_log_dir(env: Mapping[str, str]) -> Path:
+    """``~/Library/Logs/Deskhand``, where Console.app looks for per-user logs."""
+    return paths.launch_agents_dir(dict(env)).parent / "Logs" / "Deskhand"
+
+
+def linux_socket_text(env: Mapping[str, str]) -> str:
+    # The socket unit says %t/deskhand/deskhand.sock; %t is the session's XDG_RUNTIME_DIR.
+    xdg = env.get("XDG_RUNTIME_DIR")
+    return str(Path(xdg or "$XDG_RUNTIME_DIR") / "deskhand" / paths.SOCKET_NAME)

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from deskhand_d import paths
 from deskhandctl import _units
+from deskhandctl._units import linux_socket_text, macos_log_dir, macos_socket
 
 PROG = "deskhandctl service"
 UNIT_MODE = 0o644
@@ -103,26 +104,6 @@ def _launchctl(*args: str, may_fail: bool = False, retry_s: float = 0.0) -> Comm
     return Command(("launchctl", *args), may_fail=may_fail, retry_s=retry_s)
 
 
-def macos_socket(env: Mapping[str, str]) -> Path:
-    """Where the LaunchAgent's socket goes: the path macOS clients use by default."""
-    if paths.is_macos():
-        return paths.runtime_dir(dict(env)) / paths.SOCKET_NAME
-    # Rendering for macOS elsewhere (dry runs, tests): paths.runtime_dir answers for the
-    # running OS, so its macOS rule is mirrored here; a test keeps the two in step.
-    return Path(env.get("TMPDIR") or "/tmp") / "deskhand" / paths.SOCKET_NAME
-
-
-def macos_log_dir(env: Mapping[str, str]) -> Path:
-    """``~/Library/Logs/Deskhand``, where Console.app looks for per-user logs."""
-    return paths.launch_agents_dir(dict(env)).parent / "Logs" / "Deskhand"
-
-
-def _linux_socket_text(env: Mapping[str, str]) -> str:
-    # The socket unit says %t/deskhand/deskhand.sock; %t is the session's XDG_RUNTIME_DIR.
-    xdg = env.get("XDG_RUNTIME_DIR")
-    return str(Path(xdg or "$XDG_RUNTIME_DIR") / "deskhand" / paths.SOCKET_NAME)
-
-
 def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[str]) -> Plan:
     """What ``install`` does; raises :class:`_units.RenderError` for an unusable path."""
     if platform is Platform.LINUX:
@@ -138,7 +119,7 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
             after=enable,
             manual=enable,
             done=(
-                f"Deskhand is installed: systemd listens on {_linux_socket_text(env)} and "
+                f"Deskhand is installed: systemd listens on {linux_socket_text(env)} and "
                 "starts the daemon on the first connection.\n"
                 "Logs: journalctl --user -u deskhand.service\n"
                 "If the daemon was already running, restart it to use the new unit: "
@@ -341,7 +322,7 @@ def _socket_override_note(platform: Platform, env: Mapping[str, str]) -> str | N
     override = env.get("DESKHAND_SOCKET")
     if not override:
         return None
-    served = str(macos_socket(env)) if platform is Platform.MACOS else _linux_socket_text(env)
+    served = str(macos_socket(env)) if platform is Platform.MACOS else linux_socket_text(env)
     if override == served:
         return None
     return (
