@@ -27,11 +27,13 @@ from deskhand_d.consent import platforms
 from deskhand_d.consent.gate import ConsentGate
 from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
 from deskhand_d.errors import DeskhandError
+from deskhand_d.jev.access import JevAccess
+from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.service import NativeService
 from deskhand_d.native.sessions import SessionManager
-from deskhand_d.rpc import diagnostics, native_ops
+from deskhand_d.rpc import diagnostics, jev_ops, native_ops
 from deskhand_d.rpc.handlers import HANDLERS
 from deskhand_d.rpc.hub import Hub
 from deskhand_d.rpc.questions import Questions
@@ -68,10 +70,14 @@ async def _start_native(
     backend: BackendConnection,
 ) -> None:
     """Sessions, the action queue (its worker started here), questions and the audit log."""
+    hub.jev = JevAccess(env)
+    if hub.jev.problem:
+        log.warning("jev.key_unavailable", problem=hub.jev.problem)
     hub.sessions = SessionManager(
         default_mode=cfg.native.default_mode,
-        jev_key_present=bool(env.get("TYPESAFE_API_KEY", "").strip()),
+        jev_key_present=hub.jev.key_present,
         grace_s=cfg.native.session_grace_s,
+        budget=TurnBudget(seconds=cfg.jev.turn_budget_s, actions=cfg.jev.turn_actions),
     )
     queue = ActionQueue(cfg.native.queue_depth)
     await nursery.start(queue.serve)
@@ -125,7 +131,9 @@ async def serve_daemon(
     notifier = activation.Notifier(env)
     sock, bound = obtain_listener(cfg, env)
     hub = Hub(config=cfg, socket_path=bound.path)
-    server = RpcServer(hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS})
+    server = RpcServer(
+        hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
+    )
     secrets = cfg.secret_values(env)
 
     def launch() -> LaunchSpec:
@@ -155,6 +163,9 @@ async def serve_daemon(
                 await server.close_all("the daemon is stopping")
             nursery.cancel_scope.cancel()
     finally:
+        if hub.jev is not None:
+            with trio.CancelScope(shield=True):
+                await hub.jev.aclose()
         unixsock.release(bound)
         log.info("daemon.stopped")
         logsetup.flush()

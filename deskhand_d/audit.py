@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import stat
 import threading
+import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,9 +37,12 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 import msgspec
+import structlog
 
 from deskhand_d import paths
 from deskhand_d.errors import EX_UNAVAILABLE, StartupError
+
+log = structlog.get_logger("deskhand.audit")
 
 AUDIT_FILE_NAME: Final = "audit.jsonl"
 DEFAULT_MAX_BYTES: Final = 5 * 1024 * 1024
@@ -176,6 +180,19 @@ class AuditLog:
             while written < len(line):  # only on a signal or a full disk; finish the line
                 written += os.write(self._fd, line[written:])
             self._size += len(line)
+
+    def dispatch(self, **fields: Any) -> bool:
+        """Record one dispatch (the keyword arguments of :func:`entry_for` minus ``now``).
+
+        Returns False, after logging why, if the line could not be written: a full disk must
+        not turn a dispatched action into an error.
+        """
+        try:
+            self.record(entry_for(now=time.time(), **fields))
+        except OSError as exc:
+            log.warning("audit.write_failed", error=exc.strerror)
+            return False
+        return True
 
     def close(self) -> None:
         with self._lock:

@@ -58,6 +58,13 @@ class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     launch_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=120)] = 10.0
 
 
+class JevConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    turn_budget_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 180.0
+    """Wall-clock time all of a turn's Jev runs may take together (approval waits count)."""
+    turn_actions: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 30
+    """Action attempts all of a turn's Jev runs may make together."""
+
+
 class ConsentConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     platform: Literal["auto", "macos", "linux", "catalog"] = "auto"
     """How apps are identified (``auto``: the simulator's catalogue with the sim backend, else
@@ -76,6 +83,7 @@ class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     backend: BackendConfig = msgspec.field(default_factory=BackendConfig)
     native: NativeConfig = msgspec.field(default_factory=NativeConfig)
     consent: ConsentConfig = msgspec.field(default_factory=ConsentConfig)
+    jev: JevConfig = msgspec.field(default_factory=JevConfig)
     secrets: SecretsConfig = msgspec.field(default_factory=SecretsConfig)
 
     def socket_path(self, env: Mapping[str, str]) -> Path:

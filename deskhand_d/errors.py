@@ -255,6 +255,54 @@ class Cancelled(DeskhandError):
     code = "cancelled"
 
 
+class MissingJevKey(DeskhandError):
+    """Jev mode needs a TypeSafe API key (``TYPESAFE_API_KEY`` or the owner-only env file)."""
+
+    code = "missing_jev_key"
+
+
+class JevModeRequired(DeskhandError):
+    """``run`` was asked of a session in native mode; nothing was sent to Jev."""
+
+    code = "jev_mode_required"
+
+
+class JevUnavailable(DeskhandError):
+    """The Jev API could not be reached or kept failing (network, 429 or 5xx after retries)."""
+
+    code = "jev_unavailable"
+
+
+class JevTimeout(DeskhandError):
+    """A Jev request took longer than its per-attempt limit; no desktop action was dispatched."""
+
+    code = "jev_timeout"
+
+
+class JevRejected(DeskhandError):
+    """The Jev API refused the request (a 4xx other than 429: key, quota, request shape)."""
+
+    code = "jev_rejected"
+
+
+class JevInvalidResponse(DeskhandError):
+    """The Jev API answered with something that is not a valid set of answers."""
+
+    code = "jev_invalid_response"
+
+
+class TaskDeadlineExceeded(DeskhandError):
+    """This turn's Jev runs used up their time budget; the calling agent decides what next."""
+
+    code = "task_deadline_exceeded"
+
+
+class ActionBudgetExhausted(DeskhandError):
+    """This turn's Jev runs (or a handoff) used up their action attempts."""
+
+    code = "action_budget_exhausted"
+
+
 class StartupError(Exception):
     """The daemon cannot start (socket directory unsafe, already running, ...).
 

@@ -89,6 +89,10 @@ def main(argv: list[str] | None = None) -> int:
         from deskhandctl.service import main as service_main  # only this command needs it
 
         return service_main(args.rest)
+    if args.command in ("ax parse", "eval"):  # offline: no daemon, no socket
+        from deskhandctl.offline import run_offline
+
+        return run_offline(args)
     try:
         return _run(args)
     except DaemonError as exc:

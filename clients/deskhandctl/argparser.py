@@ -135,6 +135,10 @@ def _add_param(parser: Parser, param: Param) -> None:
             nargs="?" if param.optional else None,
             help=param.help,
         )
+    elif param.switch:
+        parser.add_argument(
+            param.flag, dest=param.dest, action="store_const", const=True, help=param.help
+        )
     else:
         parser.add_argument(
             param.flag,

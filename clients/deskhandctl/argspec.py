@@ -56,6 +56,7 @@ class Param:
         "metavar",
         "optional",
         "required",
+        "switch",
     )
 
     def __init__(
@@ -70,6 +71,7 @@ class Param:
         required: bool = False,
         optional: bool = False,
         local: bool = False,
+        switch: bool = False,
     ) -> None:
         self.flag = flag
         self.dest = dest
@@ -80,6 +82,7 @@ class Param:
         self.required = required
         self.optional = optional
         self.local = local
+        self.switch = switch  # an option without a value: present means True
 
     @property
     def positional(self) -> bool:
@@ -103,6 +106,7 @@ class Command:
         "help",
         "hint",
         "name",
+        "offline",
         "op",
         "options",
         "params",
@@ -126,6 +130,7 @@ class Command:
         check: Check | None = None,
         subcommands: tuple[Command, ...] = (),
         hint: str = "",
+        offline: bool = False,
     ) -> None:
         self.name = name
         self.help = help
@@ -134,7 +139,8 @@ class Command:
         self.positionals = tuple(p for p in params if p.positional)
         self.options = {p.flag: p for p in params if not p.positional}
         self.session = session or desktop
-        self.timeout = DESKTOP_TIMEOUT_S if desktop else timeout
+        self.offline = offline  # runs in the CLI itself: no daemon, no socket
+        self.timeout = max(timeout, DESKTOP_TIMEOUT_S) if desktop else timeout
         self.autostart = autostart
         self.check = check
         self.subcommands = {sub.name: sub for sub in subcommands}

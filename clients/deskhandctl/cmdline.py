@@ -130,6 +130,11 @@ def parse_fast(argv: list[str]) -> Args | None:
             param = None if command is None else command.options.get(flag)
             if param is None:
                 return None  # --help, --version after the command, typos, stray words
+            if param.switch:
+                if has_value:
+                    return None
+                params[param.dest] = True
+                continue
             convert = param.convert
         if not has_value:
             if i >= count or argv[i][:1] == "-":

@@ -76,8 +76,11 @@ def run(session: Session, args: Args) -> int:
         return OK if healthy else DAEMON_ERROR
     command = leaf(name)
     op = op_for(command, args.params)
+    fields = request_fields(command, args.params)
+    if name == "run":
+        return _run_task(args, session, fields)
     try:
-        result = session.request(op, **request_fields(command, args.params))
+        result = session.request(op, **fields)
     except TimedOut as exc:
         if not command.acts:
             raise
@@ -89,6 +92,19 @@ def run(session: Session, args: Args) -> int:
     code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
     _show(args, result, lambda r: render.result(name, r))
     return code
+
+
+RUN_OK = frozenset({"done", "dry_run", "needs_planner"})
+
+
+def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
+    """``run``: progress lines arrive as events while it runs; then the ending."""
+    role, label = args.params.get("verify_role"), args.params.get("verify_label")
+    if role is not None:
+        fields["verify"] = {"role": role, "label_equals": label}
+    result = session.request("run", **fields)
+    _show(args, result, render.run_result)
+    return OK if result.get("status") in RUN_OK else DAEMON_ERROR
 
 
 def _show(args: Args, result: dict[str, Any], human: Any) -> int:

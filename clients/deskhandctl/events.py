@@ -69,6 +69,10 @@ class EventHandler:
                 self._say(line)
         elif kind == "question":
             self._question(event)
+        elif kind == "progress" and self.show_notices:
+            line = event.get("line")
+            if isinstance(line, str):
+                self._say("deskhand-d: " + render.printable(line))
 
     def _question(self, event: dict[str, Any]) -> None:
         question_id, text = event.get("id"), event.get("text")

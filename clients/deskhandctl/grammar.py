@@ -12,6 +12,18 @@ path, so it must stay free of imports beyond the standard library's cheapest.
 from __future__ import annotations
 
 from deskhandctl import convert as c
+from deskhandctl.argshapes import (
+    BUTTONS,
+    SELECTIONS,
+    SHOT,
+    WAYS,
+    click_target,
+    index_param,
+    point_param,
+    steps,
+    target,
+    verify_pair,
+)
 from deskhandctl.argspec import DEFAULT_TIMEOUT_S, DESKTOP_TIMEOUT_S, Command, Option, Param
 
 __all__ = [
@@ -24,6 +36,7 @@ __all__ = [
     "OPTION_BY_FLAG",
     "PASSTHROUGH",
     "PROG",
+    "RUN_HINT",
     "Command",
     "Option",
     "Param",
@@ -66,50 +79,18 @@ OPTIONS = (
 OPTION_BY_FLAG = {option.flag: option for option in OPTIONS}
 
 
-def _click_target(params: dict[str, object]) -> str | None:
-    has_index = params.get("element_index") is not None
-    has_x, has_y = params.get("x") is not None, params.get("y") is not None
-    if has_index and (has_x or has_y):
-        return "give either --index or --x and --y, not both"
-    if has_x != has_y:
-        return "--x and --y go together"
-    if not (has_index or has_x):
-        return "say what to click: --index N, or --x X --y Y"
-    return None
-
-
-def _target(*extra: Param) -> tuple[Param, ...]:
-    """``--app`` and ``--state``, then the action's own params."""
-    return (
-        Param("--app", "app", "the app, as observed", metavar="APP", required=True),
-        Param(
-            "--state", "state_id", "the observed state id (single use)", metavar="ID", required=True
-        ),
-        *extra,
-    )
-
-
-def _index(help_text: str) -> Param:
-    return Param(
-        "--index", "element_index", help_text, convert=c.parse_index, metavar="N", required=True
-    )
-
-
-def _point(flag: str, dest: str, help_text: str) -> Param:
-    """A required ``X,Y`` option; the request gets ``<dest>_x`` and ``<dest>_y``."""
-    return Param(flag, dest, help_text, convert=c.parse_point, metavar="X,Y", required=True)
-
-
-_SHOT = "save the screenshot to this file (mode 0600)"
-_BUTTONS = ("left", "right", "middle")
-_WAYS = ("up", "down", "left", "right")
-_SELECTIONS = ("text", "cursor_before", "cursor_after")
-
-
 APPS_HINT = (
     "deskhandctl apps lists the allowlist ('apps list') or adds exactly one app to it "
     "('apps add NAME', one app per command). It never removes or replaces apps: to do that, "
     "edit the file that 'deskhandctl apps list' names."
+)
+
+
+RUN_HINT = (
+    "deskhandctl run asks Jev (in a session in jev mode) to do one small goal in one app, step "
+    "by step: it executes unless you give --dry-run. Done means verified only with "
+    "--verify-role and --verify-label. --text, --key and --direction are what Jev may use for "
+    "typing, a key press or scrolling; it never invents them."
 )
 
 GRANTS_HINT = (
@@ -135,7 +116,7 @@ COMMANDS: dict[str, Command] = {
             "get_app_state",
             (
                 Param("APP", "app", "the app: name, bundle id or path"),
-                Param("--screenshot", "screenshot", _SHOT, metavar="FILE", local=True),
+                Param("--screenshot", "screenshot", SHOT, metavar="FILE", local=True),
             ),
             desktop=True,
         ),
@@ -143,39 +124,39 @@ COMMANDS: dict[str, Command] = {
             "click",
             "click an element (--index) or a point in the screenshot (--x, --y)",
             "click",
-            _target(
+            target(
                 Param(
                     "--index", "element_index", "the element", convert=c.parse_index, metavar="N"
                 ),
                 Param("--x", "x", "screenshot x coordinate", convert=c.parse_number, metavar="X"),
                 Param("--y", "y", "screenshot y coordinate", convert=c.parse_number, metavar="Y"),
                 Param("--count", "click_count", "1, 2 or 3", convert=c.parse_count, metavar="N"),
-                Param("--button", "mouse_button", "mouse button", choices=_BUTTONS),
+                Param("--button", "mouse_button", "mouse button", choices=BUTTONS),
             ),
-            check=_click_target,
+            check=click_target,
             desktop=True,
         ),
         Command(
             "type",
             "type text into the focused element",
             "type_text",
-            _target(Param("TEXT", "text", "the text to type", convert=c.parse_text)),
+            target(Param("TEXT", "text", "the text to type", convert=c.parse_text)),
             desktop=True,
         ),
         Command(
             "press",
             "press a key or key combination (e.g. Return, super+a)",
             "press_key",
-            _target(Param("KEY", "key", "the key", convert=c.parse_text)),
+            target(Param("KEY", "key", "the key", convert=c.parse_text)),
             desktop=True,
         ),
         Command(
             "scroll",
             "scroll an element",
             "scroll",
-            _target(
-                _index("the element to scroll"),
-                Param("--direction", "direction", "which way", choices=_WAYS, required=True),
+            target(
+                index_param("the element to scroll"),
+                Param("--direction", "direction", "which way", choices=WAYS, required=True),
                 Param(
                     "--pages", "pages", "how far (default 1)", convert=c.parse_pages, metavar="P"
                 ),
@@ -186,19 +167,19 @@ COMMANDS: dict[str, Command] = {
             "set-value",
             "set an element's value",
             "set_value",
-            _target(_index("the element"), Param("VALUE", "value", "the new value")),
+            target(index_param("the element"), Param("VALUE", "value", "the new value")),
             desktop=True,
         ),
         Command(
             "select-text",
             "select text in an element, or put the cursor next to it",
             "select_text",
-            _target(
-                _index("the element"),
+            target(
+                index_param("the element"),
                 Param("TEXT", "text", "the text to select"),
                 Param("--prefix", "prefix", "text just before it", metavar="P"),
                 Param("--suffix", "suffix", "text just after it", metavar="S"),
-                Param("--selection", "selection", "what to select", choices=_SELECTIONS),
+                Param("--selection", "selection", "what to select", choices=SELECTIONS),
             ),
             desktop=True,
         ),
@@ -206,9 +187,9 @@ COMMANDS: dict[str, Command] = {
             "drag",
             "drag from one screenshot point to another",
             "drag",
-            _target(
-                _point("--from", "from", "start point"),
-                _point("--to", "to", "end point"),
+            target(
+                point_param("--from", "from", "start point"),
+                point_param("--to", "to", "end point"),
             ),
             desktop=True,
         ),
@@ -216,8 +197,9 @@ COMMANDS: dict[str, Command] = {
             "secondary-action",
             "perform one of an element's secondary actions (as the observation lists them)",
             "perform_secondary_action",
-            _target(
-                _index("the element"), Param("ACTION", "action", "its name", convert=c.parse_text)
+            target(
+                index_param("the element"),
+                Param("ACTION", "action", "its name", convert=c.parse_text),
             ),
             desktop=True,
         ),
@@ -270,6 +252,93 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             hint=APPS_HINT,
+        ),
+        Command(
+            "run",
+            "run a Jev task on one app (jev mode; executes unless --dry-run)",
+            "run",
+            (
+                Param("--app", "app", "the app", metavar="APP", required=True),
+                Param("GOAL", "goal", "what to achieve, in a sentence", convert=c.parse_text),
+                Param(
+                    "--dry-run",
+                    "dry_run",
+                    "decide one step, show it, dispatch nothing",
+                    switch=True,
+                ),
+                Param(
+                    "--max-steps",
+                    "max_steps",
+                    "at most this many steps (1-20, default 5)",
+                    convert=steps,
+                    metavar="N",
+                ),
+                Param(
+                    "--verify-role",
+                    "verify_role",
+                    "done when an element has this role...",
+                    metavar="ROLE",
+                    local=True,
+                ),
+                Param(
+                    "--verify-label",
+                    "verify_label",
+                    "...and exactly this label",
+                    metavar="LABEL",
+                    local=True,
+                ),
+                Param("--plan", "plan", "the plan Jev should follow, from you", metavar="PLAN"),
+                Param("--text", "text", "text Jev may type or set", metavar="TEXT"),
+                Param("--key", "key", "a key Jev may press", metavar="KEY"),
+                Param(
+                    "--direction",
+                    "direction",
+                    "a direction Jev may scroll",
+                    choices=WAYS,
+                    metavar="DIR",
+                ),
+            ),
+            desktop=True,
+            timeout=240.0,
+            check=verify_pair,
+            hint=RUN_HINT,
+        ),
+        Command(
+            "ax",
+            "work with accessibility-tree text offline",
+            subcommands=(
+                Command(
+                    "parse",
+                    "parse a tree from a file and show its elements, focus and Jev's candidates",
+                    "",
+                    (
+                        Param("FILE", "file", "the tree text ('-' for stdin)", local=True),
+                        Param(
+                            "--goal",
+                            "goal",
+                            "rank candidates for this goal",
+                            metavar="GOAL",
+                            local=True,
+                        ),
+                    ),
+                    offline=True,
+                ),
+            ),
+        ),
+        Command(
+            "eval",
+            "run the built-in Jev cases against the real, paid API (needs --live)",
+            "",
+            (
+                Param(
+                    "--live",
+                    "live",
+                    "really send the cases to the Jev API",
+                    switch=True,
+                    local=True,
+                ),
+            ),
+            offline=True,
         ),
         Command(
             "grants",

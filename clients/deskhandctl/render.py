@@ -252,6 +252,37 @@ def grants(command: str, result: dict[str, Any]) -> str:
     return printable("\n".join(lines))
 
 
+def run_result(result: dict[str, Any]) -> str:
+    """``run``: how the Jev run ended, and the handoff if Jev handed a step back."""
+    verified = " (verified)" if result.get("verified") else ""
+    lines = [
+        f"{result.get('status', '?')}: {result.get('reason', '?')}{verified}, "
+        f"{result.get('steps', 0)} action(s) in {result.get('elapsed_ms', 0)} ms"
+    ]
+    if result.get("outcome_unknown"):
+        lines.append("the last action's outcome is unknown: observe before doing anything else")
+    target = result.get("target")
+    if isinstance(target, dict):
+        lines.append(f"target: {target.get('role', '?')} {target.get('label', '')!r}")
+    planned = result.get("planned")
+    if isinstance(planned, dict):
+        lines.append("planned: " + ", ".join(f"{k}={v}" for k, v in planned.items()))
+    handoff = result.get("handoff")
+    if isinstance(handoff, dict):
+        lines.append(
+            f"handoff: token {handoff.get('token')} for {handoff.get('app')}, "
+            f"{handoff.get('remaining_steps')} step(s) left (pass --handoff to native actions)"
+        )
+        lines.append(f"  {handoff.get('instruction', '')}")
+    remaining = result.get("budget_remaining_actions")
+    if remaining is not None:
+        lines.append(
+            f"turn budget left: {remaining} action(s), {result.get('budget_remaining_s')} s"
+        )
+    lines.append(f"trace: {result.get('trace_path') or 'none'}")
+    return printable("\n".join(lines))
+
+
 def mode(result: dict[str, Any]) -> str:
     """``mode``: the session's mode and why, if the daemon says."""
     reason = result.get("reason")
@@ -292,6 +323,8 @@ def result(command: str, result: dict[str, Any]) -> str:
         return printable(str(result.get("text", ""))).rstrip("\n")
     if kind == "allowed_apps":
         return allowed_apps(result)
+    if kind == "run":
+        return run_result(result)
     if kind == "grants":
         return grants(command, result)
     if kind == "mode":

@@ -76,11 +76,22 @@ class Gates:
                 data={"apps": sorted(session.recovery)},
             )
 
-    def check_mode(self, session: Session, app: str) -> None:
-        if session.mode == "jev":
+    def check_mode(self, session: Session, app: str, token: str | None = None) -> None:
+        """In jev mode a native action needs the active planner handoff for this app."""
+        if session.mode != "jev":
+            return
+        handoff = session.handoff
+        why = (
+            "there is no active handoff"
+            if handoff is None
+            else handoff.refusal(
+                token=token, session_id=session.session_id, turn=session.turn, app=app
+            )
+        )
+        if why is not None:
             raise E.HandoffRequired(
-                "this session is in jev mode: native actions need an active handoff for this "
-                "app (Jev hands one back with needs_planner); the person may switch modes with "
+                f"this session is in jev mode, so native actions need Jev's planner handoff for "
+                f"this app ({why}); run the task with `run`, or the person may switch modes with "
                 "`deskhandctl mode native`",
                 data={"app": app},
             )

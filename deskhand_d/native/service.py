@@ -12,7 +12,6 @@ ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatc
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -74,7 +73,7 @@ class Outcome:
 
 
 @contextmanager
-def _refused_if_raised() -> Iterator[None]:
+def refused_if_raised() -> Iterator[None]:
     """Mark a gate's refusal as ``delivery: refused``: nothing reached the backend."""
     try:
         yield
@@ -135,15 +134,16 @@ class NativeService(Gates):
     # ----- ops --------------------------------------------------------------------------------
 
     async def list_apps(self, caller: Caller) -> Outcome:
-        with _refused_if_raised():
+        with refused_if_raised():
             self.check_unlocked()
             self.check_recovery(caller.session, "", observing=False)
         res = await self._dispatch(caller, "list_apps", {}, app="")
         return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
 
-    async def observe(self, caller: Caller, app: str) -> Outcome:
+    async def observe_tree(self, caller: Caller, app: str) -> tuple[CallResult, treeinfo.TreeInfo]:
+        """Every gate, consent, then ``get_app_state``; no stateId is minted here."""
         session = caller.session
-        with _refused_if_raised():
+        with refused_if_raised():
             self.check_unlocked()
             self.check_app(app)
             self.check_recovery(session, app, observing=True)
@@ -177,10 +177,15 @@ class NativeService(Gates):
         except E.DeskhandError as exc:
             exc.data.update(delivery="dispatched", withheld=True)
             raise
+        session.recovery.discard(app)
+        return res, info
+
+    async def observe(self, caller: Caller, app: str) -> Outcome:
+        res, info = await self.observe_tree(caller, app)
+        out = res.output
         image = out.images[0] if out.images else None
         shot = image.decode() if image is not None else None
-        state_id = self._mint(session, app, info, has_screenshot=shot is not None)
-        session.recovery.discard(app)
+        state_id = self._mint(caller.session, app, info, has_screenshot=shot is not None)
         return Outcome(
             text=out.text,
             delivery="dispatched",
@@ -192,14 +197,22 @@ class NativeService(Gates):
         )
 
     async def act(
-        self, caller: Caller, tool: str, app: str, state_id: str, args: dict[str, Any], use: Use
+        self,
+        caller: Caller,
+        tool: str,
+        app: str,
+        state_id: str,
+        args: dict[str, Any],
+        use: Use,
+        *,
+        handoff: str | None = None,
     ) -> Outcome:
         session = caller.session
-        with _refused_if_raised():  # every gate is decided before any backend traffic
+        with refused_if_raised():  # every gate is decided before any backend traffic
             self.check_unlocked()
             self.check_app(app)
             self.check_recovery(session, app, observing=False)
-            self.check_mode(session, app)
+            self.check_mode(session, app, handoff)
             used = session.states.consume(
                 state_id,
                 use,
@@ -208,9 +221,46 @@ class NativeService(Gates):
                 generation=self.backend.processes_started,
             )
             await self.admit(caller, app, instance=used.pid)
+        under_handoff = session.mode == "jev"
+        try:
+            res = await self.dispatch_action(caller, tool, app, args)
+        except E.DeskhandError as exc:
+            if under_handoff and exc.data.get("delivery") in ("dispatched", "unknown"):
+                self.spend_handoff(session)
+            raise
+        if under_handoff:
+            self.spend_handoff(session)
+        out = res.output
+        new_state = None
+        info = treeinfo.inspect(out.text)
+        same_process = bool(info.identity) and info.identity == used.identity
+        if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
+            # Coordinates always need a get_app_state screenshot, so this state has none.
+            new_state = self._mint(session, app, info, has_screenshot=False, action_returned=True)
+        return Outcome(
+            text=out.text,
+            delivery="dispatched",
+            ok=not out.is_error,
+            state_id=new_state,
+            approval_reason=res.approval_reason,
+        )
+
+    @staticmethod
+    def spend_handoff(session: Session) -> None:
+        """A native action under a handoff reached the backend: one step less."""
+        if session.handoff is not None:
+            session.handoff.remaining -= 1
+            if session.handoff.remaining <= 0:
+                session.handoff = None
+
+    async def dispatch_action(
+        self, caller: Caller, tool: str, app: str, args: dict[str, Any]
+    ) -> CallResult:
+        """Send one action (every gate already passed) and read what its result means."""
+        session = caller.session
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
-        raise_for_kind(caller.session, app, res, observing=False)
+        raise_for_kind(session, app, res, observing=False)
         if not res.usable:
             session.launch_banned.add(app)
             raise E.OutcomeUnknown(
@@ -226,19 +276,7 @@ class NativeService(Gates):
                 "anything else",
                 data={"delivery": "dispatched", "app": app, "text": out.text[:2000]},
             )
-        new_state = None
-        info = treeinfo.inspect(out.text)
-        same_process = bool(info.identity) and info.identity == used.identity
-        if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
-            # Coordinates always need a get_app_state screenshot, so this state has none.
-            new_state = self._mint(session, app, info, has_screenshot=False, action_returned=True)
-        return Outcome(
-            text=out.text,
-            delivery="dispatched",
-            ok=not out.is_error,
-            state_id=new_state,
-            approval_reason=res.approval_reason,
-        )
+        return res
 
     def _mint(
         self,
@@ -311,11 +349,13 @@ class NativeService(Gates):
             if tool not in ("get_app_state", "list_apps"):
                 caller.session.launch_banned.add(app)
             caller.session.invalidate("the last call's outcome is unknown")
+            caller.session.handoff = None  # a backend error ends the handoff
             raise
         except E.DeskhandError as exc:
             code = exc.code
             exc.data.setdefault("delivery", "refused")
             caller.session.invalidate("the last call failed")
+            caller.session.handoff = None
             raise
         else:
             delivery = "dispatched"
@@ -339,25 +379,16 @@ class NativeService(Gates):
         reason: str | None,
         args: dict[str, Any],
     ) -> None:
-        if self.audit is None:
-            return
-        from deskhand_d.audit import entry_for
-
-        try:
-            self.audit.record(
-                entry_for(
-                    now=time.time(),
-                    session=caller.session.name or caller.session.session_id,
-                    client=caller.client,
-                    client_pid=caller.pid,
-                    tool=tool,
-                    delivery=delivery,
-                    latency_ms=round(elapsed * 1000, 3),
-                    app=app,
-                    arguments=args,
-                    code=code,
-                    approval_reason=reason or "",
-                )
+        if self.audit is not None:
+            self.audit.dispatch(
+                session=caller.session.name or caller.session.session_id,
+                client=caller.client,
+                client_pid=caller.pid,
+                tool=tool,
+                delivery=delivery,
+                latency_ms=round(elapsed * 1000, 3),
+                app=app,
+                arguments=args,
+                code=code,
+                approval_reason=reason or "",
             )
-        except OSError as exc:
-            log.warning("audit.write_failed", error=exc.strerror)

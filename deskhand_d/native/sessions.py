@@ -2,7 +2,8 @@
 
 A session is opened or resumed by ``hello`` (by name; an unnamed one belongs to its connection)
 and holds its mode, current turn, stateIds, per-app recovery, launch bans and the task's consent
-answers (handoffs arrive with the Jev issue). It ends when its client has been gone for the grace
+answers, the Jev handoff and the
+turn's Jev budget. It ends when its client has been gone for the grace
 period, or at once when it was unnamed; its queued work is cancelled then.
 
 Pure apart from trio's clock being passed in as ``now``.
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from deskhand_d.consent.model import TaskConsent
+from deskhand_d.jev.budget import TurnBudget
+from deskhand_d.jev.handoff import Handoff
 from deskhand_d.native.states import StateBook
 
 Mode = Literal["native", "jev"]
@@ -31,6 +34,8 @@ class Session:
     recovery: set[str] = field(default_factory=set)  # apps that changed under us
     launch_banned: set[str] = field(default_factory=set)  # for the rest of this turn
     consent: TaskConsent = field(default_factory=TaskConsent)  # this turn's answers
+    handoff: Handoff | None = None  # Jev handed a step back: native actions in jev mode
+    budget: TurnBudget = field(default_factory=TurnBudget)  # shared by this turn's Jev runs
     running_task: bool = False
     attached: int = 0  # live connections using this session
     detached_at: float | None = None
@@ -40,14 +45,29 @@ class Session:
         self.states.invalidate(why)
         self.launch_banned.clear()
         self.consent.reset()  # a task is one turn: its grants and refusals end with it
+        self.budget.reset()
+        self.handoff = None
 
     def invalidate(self, why: str) -> None:
         self.states.invalidate(why)
 
+    def retire(self, why: str) -> None:
+        """Retire every state id and the handoff (mode switch, revocation, stop)."""
+        self.states.invalidate(why)
+        self.handoff = None
+
 
 class SessionManager:
-    def __init__(self, *, default_mode: Mode, jev_key_present: bool, grace_s: float) -> None:
+    def __init__(
+        self,
+        *,
+        default_mode: Mode,
+        jev_key_present: bool,
+        grace_s: float,
+        budget: TurnBudget | None = None,
+    ) -> None:
         self.default_mode: Mode = default_mode
+        self.budget = budget or TurnBudget()  # the template every session's budget copies
         self.jev_key_present = jev_key_present
         self.grace_s = grace_s
         self.sessions: dict[str, Session] = {}
@@ -67,6 +87,7 @@ class SessionManager:
             return s, True
         mode, reason = self.initial_mode()
         s = Session(session_id=secrets.token_hex(16), name=name, mode=mode, mode_reason=reason)
+        s.budget = TurnBudget(seconds=self.budget.seconds, actions=self.budget.actions)
         s.attached = 1
         self.sessions[s.session_id] = s
         if name:
@@ -107,5 +128,6 @@ class SessionManager:
             del self._by_name[session.name]
 
     def invalidate_all(self, why: str) -> None:
+        """Retire every session's state ids and handoff (revocation, emergency stop)."""
         for s in self.sessions.values():
-            s.invalidate(why)
+            s.retire(why)

@@ -131,6 +131,34 @@ class GrantsRestore(_Request, tag="grants_restore", frozen=True):
     app: AppName
 
 
+# ----- jev mode ---------------------------------------------------------------------------------
+
+
+class VerifySpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Done means: some element has exactly this role and this label. Declarative, never code."""
+
+    role: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    label_equals: Annotated[str, msgspec.Meta(max_length=1000)]
+
+
+class Run(_Request, tag="run", frozen=True):
+    """Run a Jev task: observe, ask Jev, gate, act once, observe, verify; step by step."""
+
+    app: AppName
+    goal: Annotated[str, msgspec.Meta(min_length=1, max_length=2000)]
+    dry_run: bool = False
+    max_steps: Annotated[int, msgspec.Meta(ge=1, le=20)] = 5
+    candidate_max: Annotated[int, msgspec.Meta(ge=1, le=200)] = 40
+    verify: VerifySpec | None = None
+    plan: Annotated[str, msgspec.Meta(max_length=4000)] = ""
+    constraints: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=1000)]], msgspec.Meta(max_length=20)
+    ] = msgspec.field(default_factory=list)
+    text: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
+    key: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
+    direction: Literal["up", "down", "left", "right"] | None = None
+
+
 # ----- native ops: the backend's ten tools plus launch_app ---------------------------------------
 
 
@@ -149,12 +177,14 @@ class LaunchApp(_Request, tag="launch_app", frozen=True):
 class _Action(_Request, frozen=True):
     app: AppName
     state_id: StateId
+    handoff: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+    """In jev mode: the token of the active planner handoff for this app."""
 
 
 ElementIndex = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
 
 
-class Click(_Action, tag="click", frozen=True):
+class Click(_Action, tag="click", frozen=True, kw_only=True):
     element_index: ElementIndex | None = None
     x: float | None = None
     y: float | None = None
@@ -162,29 +192,29 @@ class Click(_Action, tag="click", frozen=True):
     mouse_button: Literal["left", "right", "middle"] | None = None
 
 
-class Drag(_Action, tag="drag", frozen=True):
+class Drag(_Action, tag="drag", frozen=True, kw_only=True):
     from_x: float
     from_y: float
     to_x: float
     to_y: float
 
 
-class PerformSecondaryAction(_Action, tag="perform_secondary_action", frozen=True):
+class PerformSecondaryAction(_Action, tag="perform_secondary_action", frozen=True, kw_only=True):
     element_index: ElementIndex
     action: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 
 
-class PressKey(_Action, tag="press_key", frozen=True):
+class PressKey(_Action, tag="press_key", frozen=True, kw_only=True):
     key: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
 
 
-class Scroll(_Action, tag="scroll", frozen=True):
+class Scroll(_Action, tag="scroll", frozen=True, kw_only=True):
     element_index: ElementIndex
     direction: Literal["up", "down", "left", "right"]
     pages: Annotated[float, msgspec.Meta(gt=0, le=100)] | None = None
 
 
-class SelectText(_Action, tag="select_text", frozen=True):
+class SelectText(_Action, tag="select_text", frozen=True, kw_only=True):
     element_index: ElementIndex
     text: Annotated[str, msgspec.Meta(max_length=100_000)]
     prefix: str | None = None
@@ -192,12 +222,12 @@ class SelectText(_Action, tag="select_text", frozen=True):
     selection: Literal["text", "cursor_before", "cursor_after"] | None = None
 
 
-class SetValue(_Action, tag="set_value", frozen=True):
+class SetValue(_Action, tag="set_value", frozen=True, kw_only=True):
     element_index: ElementIndex
     value: Annotated[str, msgspec.Meta(max_length=1_000_000)]
 
 
-class TypeText(_Action, tag="type_text", frozen=True):
+class TypeText(_Action, tag="type_text", frozen=True, kw_only=True):
     text: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
 
 
@@ -225,6 +255,7 @@ Request = (
     | GrantsList
     | GrantsRevoke
     | GrantsRestore
+    | Run
     | ListApps
     | GetAppState
     | LaunchApp
@@ -264,6 +295,7 @@ __all__ = [
     "Ping",
     "PressKey",
     "Request",
+    "Run",
     "Scroll",
     "SelectText",
     "SessionClose",
@@ -278,4 +310,5 @@ __all__ = [
     "TurnEnd",
     "TypeText",
     "Unlock",
+    "VerifySpec",
 ]

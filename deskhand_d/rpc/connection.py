@@ -15,6 +15,7 @@ traceback in the log only.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -91,6 +92,9 @@ class Connection:
         self.session_id = ""
         self.session: Session | None = None
         self.request_scopes: dict[int, trio.CancelScope] = {}
+        # What a request's cancellation should be reported as, if its handler knows better
+        # than the generic `cancelled` (a Jev run in the middle of a dispatch, say).
+        self.cancel_reports: dict[int, Callable[[], DeskhandError]] = {}
         self.stop_after_reply = False
         self._outstanding: set[int] = set()
         self._limit = hub.config.daemon.max_outstanding_requests
@@ -170,6 +174,9 @@ class Connection:
         try:
             with scope:
                 result = await self._dispatch(request)
+            report = self.cancel_reports.pop(request.id, None)
+            if scope.cancelled_caught and report is not None:
+                raise report()  # the handler knows best what a cancellation left behind
             if scope.cancelled_caught:
                 raise Cancelled(
                     "cancelled at the client's request; if it had already started, its outcome "
@@ -189,6 +196,7 @@ class Connection:
             await self.send(Result(id=request.id, result=result))
         finally:
             self.request_scopes.pop(request.id, None)
+            self.cancel_reports.pop(request.id, None)
             self._outstanding.discard(request.id)
             self.hub.counters.record(op, trio.current_time() - started, ok=ok)
         if self.stop_after_reply:

@@ -26,6 +26,7 @@ from deskhand_d.protocol import (
 from deskhand_d.stats import OpCounters
 
 if TYPE_CHECKING:
+    from deskhand_d.jev.access import JevAccess
     from deskhand_d.mcp.connection import BackendConnection
     from deskhand_d.native.service import NativeService
     from deskhand_d.native.sessions import SessionManager
@@ -46,6 +47,7 @@ class Hub:
     sessions: SessionManager | None = None
     native: NativeService | None = None
     questions: Questions | None = None
+    jev: JevAccess | None = None
     _emptied: trio.Event = field(default_factory=trio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 

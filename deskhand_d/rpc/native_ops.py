@@ -162,7 +162,7 @@ def _action_args(req: Action) -> tuple[str, dict[str, Any], Use]:
 async def action(conn: Connection, req: Action) -> ResultBody:
     tool, args, use = _action_args(req)
     out: Outcome = await _native(conn).act(
-        _caller(conn, req.id), tool, req.app, req.state_id, args, use
+        _caller(conn, req.id), tool, req.app, req.state_id, args, use, handoff=req.handoff
     )
     return ActionDone(
         app=req.app,
@@ -227,7 +227,7 @@ async def mode_set(conn: Connection, req: ModeSet) -> ResultBody:
         s.mode, s.mode_reason = "native", "missing_jev_key"
     else:
         s.mode, s.mode_reason = req.mode, ""
-    s.invalidate("the mode changed")  # never touches the backend or the network
+    s.retire("the mode changed")  # state ids and handoff; never touches backend or network
     return ModeState(mode=s.mode, reason=s.mode_reason)
 
 

@@ -16,6 +16,9 @@ from functools import partial
 import pytest
 import trio
 import trio_websocket
+from dhtest.jev_rig import jev_factory
+
+__all__ = ["jev_factory"]  # the Jev rig's fixture, for the CLI's run tests
 
 StreamHandler = Callable[[trio.SocketStream], Awaitable[None]]
 WsHandler = Callable[[trio_websocket.WebSocketConnection], Awaitable[None]]

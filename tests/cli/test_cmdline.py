@@ -100,6 +100,7 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
                     "y": None,
                     "click_count": None,
                     "mouse_button": None,
+                    "handoff": None,
                 },
             },
         ),
@@ -115,18 +116,28 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
                     "y": 2.0,
                     "click_count": 3,
                     "mouse_button": "middle",
+                    "handoff": None,
                 },
             },
         ),
         (
             ["type", "--app", "A", "hello world", "--state", "S"],
-            {"command": "type", "params": {"app": "A", "state_id": "S", "text": "hello world"}},
+            {
+                "command": "type",
+                "params": {"app": "A", "state_id": "S", "text": "hello world", "handoff": None},
+            },
         ),
         (
             ["drag", "--app", "A", "--state", "S", "--from", "1,2", "--to=3.5,4"],
             {
                 "command": "drag",
-                "params": {"app": "A", "state_id": "S", "from": (1.0, 2.0), "to": (3.5, 4.0)},
+                "params": {
+                    "app": "A",
+                    "state_id": "S",
+                    "from": (1.0, 2.0),
+                    "to": (3.5, 4.0),
+                    "handoff": None,
+                },
             },
         ),
         (
@@ -152,6 +163,7 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
                     "prefix": None,
                     "suffix": None,
                     "selection": "text",
+                    "handoff": None,
                 },
             },
         ),

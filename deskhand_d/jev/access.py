@@ -1,0 +1,52 @@
+"""The daemon's access to Jev: the API key, the endpoint and one shared HTTP client.
+
+The key comes from ``TYPESAFE_API_KEY`` or an owner-only env file (``DESKHAND_ENV_FILE``, or the
+predecessor's ``JEV_CUA_ENV_FILE``) and is read once at start-up; it is held here and in the
+client only, never logged, traced or returned. The client is created on the first run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from deskhand_d import errors as E
+from deskhand_d.jev.client import JevClient, load_key, resolve_url
+
+
+class JevAccess:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = dict(env)
+        env_file = env.get("DESKHAND_ENV_FILE") or env.get("JEV_CUA_ENV_FILE") or None
+        try:
+            self._key = load_key(env, env_file)
+            self.problem = ""
+        except ValueError as exc:
+            self._key, self.problem = None, str(exc)
+        self._client: JevClient | None = None
+
+    def __repr__(self) -> str:
+        return f"JevAccess(key_present={self.key_present})"
+
+    @property
+    def key_present(self) -> bool:
+        return bool(self._key)
+
+    def client(self) -> JevClient:
+        if not self._key:
+            raise E.MissingJevKey(
+                "jev mode needs a TypeSafe API key: set TYPESAFE_API_KEY for the daemon, or put "
+                "it in an owner-only env file named by DESKHAND_ENV_FILE"
+                + (f" ({self.problem})" if self.problem else ""),
+            )
+        if self._client is None:
+            try:
+                url = resolve_url(self._env)
+            except ValueError as exc:
+                raise E.ConfigError(str(exc)) from None
+            self._client = JevClient(key=self._key, url=url)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None

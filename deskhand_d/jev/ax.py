@@ -1,0 +1,361 @@
+"""Accessibility-tree text -> :class:`Tree`, and what Jev mode derives from a tree. Pure.
+
+What this owns: :func:`parse` (Sky's ``get_app_state`` / action-result text into elements,
+focus and identity), :func:`select_candidates` (which elements Jev may choose from, ranked),
+:func:`build_context`, :func:`visible_texts` and :func:`summarize_action` (the short texts sent
+to Jev as context and history), and :func:`find`. The per-element grammar (roles, flags,
+attributes) lives in :mod:`.axgrammar`.
+
+Layout: optional banner, ``<app_state>`` tags and app-instructions block; the ``App=`` line
+(either form) and ``Window:`` line; element lines ``<indent><index> <rest>``; then optionally
+the focus footer (``The focused UI element is N …``, final period or not), a ``Selected text:``
+tail and ``</app_state>``. CRLF reads as LF. Depth is one level per tab (or per indentation
+unit when spaces are used), shifted so the shallowest element is 0: the older layout that
+indents the whole tree by one tab reads the same as the newer one.
+
+Continuation lines. Values are printed with their raw newlines, so a physical line that is not
+an element belongs to the element above it (blank lines too, when more text of that value
+follows). A line shaped like an element (``<indent><digits> …``) is ambiguous; with ``e`` the
+index of the element above and ``i`` the line's number, it starts a new element when
+
+* ``i == e + 1`` (Sky numbers a full tree contiguously from 0, depth first), or
+* ``i > e + 1`` and no element-shaped line numbered ``e + 1`` follows (so the numbering really
+  is sparse, as in hand-written trees such as ``0``, ``1``, ``2``, ``20``, ``21``);
+
+otherwise (``i <= e``, or the contiguous ``e + 1`` is still to come) it continues the value
+above. Real captures such as Music's ``85 text 3 June 2025`` / ``1 song, 6 minutes`` therefore
+stay one element. A value line that starts with exactly the next index and a space cannot be
+told from an element and is read as one.
+
+Diffs, no-change sentences, partial updates, action receipts and texts without elements are
+refused with :class:`AxParseError`: their indices cannot be trusted against a full tree.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+import unicodedata
+from operator import attrgetter
+from typing import Final
+
+import msgspec
+
+from deskhand_d.jev import axgrammar
+from deskhand_d.jev.types import Candidate, Element
+from deskhand_d.mcp.results import DIFF_MARKERS
+
+MAX_INDEX: Final = axgrammar.MAX_INDEX
+RECEIPT: Final = "Action completed. Call `get_app_state`"
+_INSTRUCTIONS_OPEN: Final = "<app_specific_instructions>"
+_INSTRUCTIONS_CLOSE: Final = "</app_specific_instructions>"
+_APP_STATE_CLOSE: Final = "</app_state>"
+_END: Final = _APP_STATE_CLOSE  # appended to the lines so the last element is always closed
+_GOAL_SPLIT: Final = re.compile(r"[^a-z0-9\u4e00-\u9fff]+")
+_TOOL_WORD: Final = re.compile(r"\b(?:toolbar|tool)\b")
+_DISABLED: Final = re.compile(r"\((?i:disabled)\)")  # starts with "(": a fast literal scan
+_SKIPPED_HEAD: Final = ("Computer Use state (", "<app_state>", _APP_STATE_CLOSE)
+
+# Roles Jev may act on, with the score each starts from.
+_ROLE_SCORE: Final[dict[str, int]] = {
+    **dict.fromkeys(
+        ("button", "toggle button", "radio button", "menu item", "pop up button", "combo box"), 3
+    ),
+    **dict.fromkeys(("text field", "text area", "search field"), 2),
+    "link": 1,
+    **dict.fromkeys(
+        ("close button", "minimize button", "full screen button", "checkbox", "stepper", "tab"), 0
+    ),
+    **dict.fromkeys(("list", "date time area", "scroll area"), 0),
+}
+
+
+class AxParseError(ValueError):
+    """The text is not one full accessibility tree; the message says what to do instead."""
+
+
+class Tree(msgspec.Struct, frozen=True):
+    """One parsed observation: its elements in text order (indices increasing) and header facts."""
+
+    elements: tuple[Element, ...]
+    focus: int | None  # index named by the focus footer
+    app: str  # from the App= line: the bundle id, else the path or name; "" without the line
+    pid: int | None
+    window: str  # the Window: title; "" without the line
+    text: str  # the text that was parsed
+
+
+class Selection(msgspec.Struct, frozen=True):
+    """The ranked candidates Jev may choose from."""
+
+    candidates: tuple[Candidate, ...]
+    total: int  # eligible elements before the limit
+    clipped: bool
+
+
+def _header(lines: list[str]) -> tuple[int, str, int | None, str]:
+    """Where the tree starts, plus app, pid and window title; refuses non-trees."""
+    app, pid, window = "", None, ""
+    inside = False
+    for at, line in enumerate(lines):
+        if inside:
+            inside = not line.startswith(_INSTRUCTIONS_CLOSE)
+        elif axgrammar.index_of(line) is not None:
+            return at, app, pid, window
+        elif line.startswith(_INSTRUCTIONS_OPEN):
+            inside = _INSTRUCTIONS_CLOSE not in line
+        elif line.startswith("App=") and not app:
+            found = axgrammar.identity(line)
+            if found is not None:
+                app, pid = found
+        elif line.startswith("Window:") and not window:
+            window = axgrammar.window_title(line)
+        elif line.lstrip("+~ ").startswith(DIFF_MARKERS):
+            raise _refusal("a diff or partial update, not a full accessibility tree")
+        elif RECEIPT in line:
+            raise _refusal("an action receipt without a tree")
+    raise _refusal("without any accessibility elements")
+
+
+def _refusal(what: str) -> AxParseError:
+    return AxParseError(f"The text is {what}; observe again (get_app_state) for a full tree.")
+
+
+def parse(text: str) -> Tree:
+    """Parse one full tree; raises :class:`AxParseError` for anything else."""
+    norm = text.replace("\r\n", "\n") if "\r" in text else text
+    lines = norm.split("\n")
+    start, app, pid, window = _header(lines)
+    lines.append(_END)
+    # Only when some line's indentation holds a space ("\n " or "\t ") is the slow check needed.
+    spaced = norm[:1] == " " or "\n " in norm or "\t " in norm
+    indent_chars = " \t" if spaced else "\t"
+    elements: list[Element] = []
+    memo: dict[str, axgrammar.Parts] = {}
+    menu_memo: dict[str, axgrammar.Parts] = {}
+    split_rest = axgrammar.split_rest
+    later: dict[int, int] | None = None
+    focus: int | None = None
+    base = -1  # indentation width of the first element
+    menu_width = -1  # indentation width of the menu bar being read, -1 outside one
+    odd_indent = False  # spaces in an element's indentation, or an element left of the first
+    cur = -1  # index of the element being read ...
+    expect = "-"  # ... and the number the next one carries when the numbering is contiguous
+    cur_line = cur_rest = ""
+    cur_width = 0
+    extra: list[str] = []  # its continuation lines
+    blanks = 0  # blank lines not yet known to belong to a value
+    for at in range(start, len(lines)):
+        line = lines[at]
+        stripped = line.lstrip(indent_chars)
+        num, _, rest = stripped.partition(" ")
+        if num == expect:
+            index = cur + 1
+        elif num.isdigit() and num.isascii():
+            index = MAX_INDEX + 1 if len(num) > 16 else int(num)
+            if base >= 0 and index != cur + 1:
+                if index <= cur:
+                    index = -1
+                else:
+                    if later is None:
+                        later = axgrammar.later_positions(lines, start)
+                    if later.get(cur + 1, -1) > at:
+                        index = -1
+            if index > MAX_INDEX:
+                raise _refusal(f"numbered beyond the safe index range ({num[:24]})")
+        elif not line:
+            blanks += 1
+            continue
+        elif axgrammar.ends_tree(line, blanks > 0):
+            index = -2
+            focus = axgrammar.focus_index(line)
+        else:
+            index = -1
+        if index == -1:  # a continuation line
+            if blanks:
+                extra.extend([""] * blanks)
+                blanks = 0
+            extra.append(line)
+            continue
+        if cur_line:  # close the element being read
+            if extra:
+                joined = "\n".join(extra)
+                cur_rest = cur_rest + "\n" + joined
+                cur_line = cur_line + "\n" + joined
+                extra = []
+            if menu_width >= 0 and cur_width > menu_width:
+                parts = menu_memo.get(cur_rest)
+                if parts is None:
+                    parts = menu_memo[cur_rest] = split_rest(cur_rest, True)
+            else:
+                if menu_width >= 0:
+                    menu_width = -1
+                parts = memo.get(cur_rest)
+                if parts is None:
+                    parts = memo[cur_rest] = split_rest(cur_rest)
+            role, source, label, states, attributes, actions = parts
+            if role == "menu bar":
+                menu_width = cur_width
+            elements.append(
+                Element(
+                    index=cur,
+                    depth=cur_width - base,
+                    role=role,
+                    source_role=source,
+                    label=label,
+                    states=states,
+                    attributes=attributes.copy() if attributes else {},
+                    secondary_actions=actions,
+                    raw=cur_line,
+                )
+            )
+        if index == -2:
+            break
+        blanks = 0
+        cur, cur_line, cur_rest = index, line, rest
+        expect = str(index + 1)
+        cur_width = len(line) - len(stripped)
+        if base < 0:
+            base = cur_width
+        if cur_width < base or (spaced and " " in line[:cur_width]):
+            odd_indent = True
+    if odd_indent:
+        depths = axgrammar.levels([e.raw for e in elements])
+        elements = [
+            msgspec.structs.replace(e, depth=d) for e, d in zip(elements, depths, strict=True)
+        ]
+    return Tree(tuple(elements), focus, app, pid, window, text)
+
+
+def find(tree: Tree, index: int) -> Element | None:
+    """The element numbered ``index`` in this tree, if any."""
+    elements = tree.elements
+    at = bisect.bisect_left(elements, index, key=attrgetter("index"))  # parse() sorts by index
+    if at < len(elements) and elements[at].index == index:
+        return elements[at]
+    return next((e for e in elements if e.index == index), None)  # a tree built by hand
+
+
+def select_candidates(tree: Tree, goal: str = "", limit: int = 40) -> Selection:
+    """The elements Jev may act on, best first (ties by index), at most ``limit`` of them."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
+        raise ValueError("The candidate limit must be an integer from 1 to 200.")
+    lowered = goal.lower()
+    tokens = [t for t in _GOAL_SPLIT.split(lowered) if len(t) >= 2]
+    hot_goal = "month" in lowered or "搜索" in lowered or "search" in lowered
+    tool_goal = _TOOL_WORD.search(lowered) is not None
+    role_score = _ROLE_SCORE
+    ranked: list[tuple[int, int, int]] = []  # (-score, index, position)
+    elements = tree.elements
+    for at, element in enumerate(elements):
+        role = element.role
+        score = role_score.get(role)
+        states = element.states
+        if score is None:
+            if role != "row" or ("selectable" not in states and "selected" not in states):
+                continue
+            score = 2
+        if "disabled" in states:
+            continue
+        if _DISABLED.search(element.raw) is not None:
+            continue
+        label = element.label
+        if not label or label == "javascript:" or label == "javascript:;":
+            score -= 4
+        if tokens or hot_goal:
+            low = label.lower()
+            for token in tokens:
+                if token in low:
+                    score += 4
+            if hot_goal and (
+                "previous month" in low
+                or "next month" in low
+                or "today" in low
+                or "search" in low
+                or "搜索" in low
+            ):
+                score += 6
+        if tool_goal and role == "toggle button":
+            score += 5
+        ranked.append((-score, element.index, at))
+    ranked.sort()
+    chosen = tuple(Candidate(element=elements[at], score=-s) for s, _, at in ranked[:limit])
+    return Selection(chosen, len(ranked), len(ranked) > limit)
+
+
+def _lines(text: str) -> list[str]:
+    return (text.replace("\r\n", "\n") if "\r" in text else text).split("\n")
+
+
+def build_context(tree: Tree, limit: int = 1500) -> str:
+    """Headers, the first six text elements and the focus line, cut to ``limit`` characters.
+
+    The headers are the first two non-empty lines once the banner, the ``<app_state>`` tags and
+    an app-instructions block are skipped (normally ``App=`` and ``Window:``).
+    """
+    if limit < 0:
+        raise ValueError("The context limit must not be negative.")
+    lines = _lines(tree.text)
+    head: list[str] = []
+    inside = False
+    for line in lines:
+        if len(head) == 2:
+            break
+        trimmed = line.strip()
+        if inside:
+            inside = not trimmed.startswith(_INSTRUCTIONS_CLOSE)
+        elif trimmed.startswith(_INSTRUCTIONS_OPEN):
+            inside = _INSTRUCTIONS_CLOSE not in trimmed
+        elif trimmed and not trimmed.startswith(_SKIPPED_HEAD):
+            head.append(trimmed)
+    parts = [*head, *(e.raw.strip() for e in _text_elements(tree, 6))]
+    lowered = tree.text.lower()
+    at = lowered.find("focused ui element")
+    if at >= 0:  # lower() can change lengths, but never the number of newlines before `at`
+        focused = lines[lowered.count("\n", 0, at)].strip()
+        if focused:
+            parts.append(focused)
+    return "\n".join(parts)[:limit]
+
+
+def _text_elements(tree: Tree, n: int) -> list[Element]:
+    found: list[Element] = []
+    for element in tree.elements:
+        if len(found) >= n:
+            break
+        if element.role == "text":
+            found.append(element)
+    return found
+
+
+def _visible(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+
+
+def visible_texts(tree: Tree, n: int = 6) -> str:
+    """Labels of the first ``n`` text elements, invisible format characters removed."""
+    return " | ".join(_visible(e.label) for e in _text_elements(tree, n))[:240]
+
+
+def summarize_action(
+    kind: str, target: Element | None, before: Tree, after: Tree, changed: bool
+) -> str:
+    """One history entry as compact JSON: action, target, before, after, changed.
+
+    The target is ``"<role>: <label>"`` (just the label when the role is empty), cut to 200
+    characters. Indices are left out on purpose: they shift from one observation to the next.
+    """
+    named = None
+    if target is not None:
+        named = (f"{target.role}: {target.label}" if target.role else target.label)[:200]
+    entry = {
+        "action": kind,
+        "target": named,
+        "before": visible_texts(before),
+        "after": visible_texts(after),
+        "changed": changed,
+    }
+    return json.dumps(entry, ensure_ascii=False, separators=(",", ":"))

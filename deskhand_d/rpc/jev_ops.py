@@ -1,0 +1,153 @@
+"""The ``run`` op: a Jev task in the requesting session, with progress events per step.
+
+A run needs the session to be in ``jev`` mode and a Jev key; it holds the session while it runs
+(a mode switch or a second run is refused with ``mode_busy``), starts by retiring the session's
+state ids and any handoff, and shares the turn's budget with the turn's other runs. When Jev
+hands a step back (``needs_planner``), the session gets a handoff whose token the reply carries.
+A cancelled run reports ``cancelled`` if nothing was being dispatched, ``outcome_unknown`` if an
+action was.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from deskhand_d import errors as E
+from deskhand_d.jev.desk import ServiceDesk
+from deskhand_d.jev.handoff import new_handoff
+from deskhand_d.jev.loop import Ending, Task, TaskLoop, Verify
+from deskhand_d.jev.types import Resources
+from deskhand_d.native import allowlist
+from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
+from deskhand_d.rpc.handlers import Handler
+from deskhand_d.rpc.native_ops import _caller, _native, _session
+
+if TYPE_CHECKING:
+    from deskhand_d.rpc.connection import Connection
+
+
+def _task(req: Run) -> Task:
+    return Task(
+        app=req.app,
+        goal=req.goal,
+        dry_run=req.dry_run,
+        max_steps=req.max_steps,
+        candidate_max=req.candidate_max,
+        verify=Verify(req.verify.role, req.verify.label_equals) if req.verify else None,
+        plan=req.plan,
+        constraints=tuple(req.constraints),
+        resources=Resources(text=req.text, key=req.key, direction=req.direction),
+    )
+
+
+async def run(conn: Connection, req: Run) -> ResultBody:
+    native = _native(conn)
+    session = _session(conn)
+    if session.mode != "jev":
+        raise E.JevModeRequired(
+            "this session is in native mode, so no Jev request was sent; act with the native "
+            "ops, or the person may switch with `deskhandctl mode jev`"
+        )
+    if session.running_task:
+        raise E.ModeBusy("this session is already running a task; wait for it or cancel it")
+    access = conn.hub.jev
+    if access is None:
+        raise E.MissingJevKey("jev mode is not available in this daemon")
+    decider = access.client()  # MissingJevKey before anything touches the desktop
+    native.check_unlocked()
+    native.check_app(req.app)
+    now = trio.current_time()
+    spent = session.budget.exhausted(now)
+    if spent == "task_deadline_exceeded":
+        raise E.TaskDeadlineExceeded(
+            "this turn's Jev runs have used their time; hand the task back to the person or "
+            "continue natively in a new turn"
+        )
+    if spent == "action_budget_exhausted":
+        raise E.ActionBudgetExhausted(
+            "this turn's Jev runs have used their action attempts; hand the task back to the "
+            "person or continue in a new turn"
+        )
+    session.budget.start(now)
+    session.retire("a Jev run started")
+    caller = _caller(conn, req.id)
+    names = native.allowed_apps()
+
+    async def emit(**fields: Any) -> None:
+        await conn.send_event(Progress(request_id=req.id, **fields))
+
+    loop = TaskLoop(
+        _task(req),
+        desk=ServiceDesk(native, caller, req.app),
+        decider=decider,
+        budget=session.budget,
+        allowed=lambda app: allowlist.is_allowed(app, names),
+        emit=emit,
+    )
+
+    def on_cancel() -> E.DeskhandError:
+        data = {"steps": loop.steps, "phase": loop.phase}
+        if loop.phase == "execute":
+            return E.OutcomeUnknown(
+                "the run was cancelled while an action was being dispatched; whether it took "
+                "effect is unknown, so observe again",
+                data={**data, "delivery": "unknown"},
+            )
+        return E.Cancelled(
+            f"the run was cancelled ({loop.phase}); nothing was being dispatched",
+            data={**data, "delivery": "refused"},
+        )
+
+    conn.cancel_reports[req.id] = on_cancel
+    session.running_task = True
+    started = trio.current_time()
+    try:
+        ending = await loop.run()
+    finally:
+        session.running_task = False
+    return _result(conn, req, ending, started)
+
+
+def _result(conn: Connection, req: Run, ending: Ending, started: float) -> RunResult:
+    session = _session(conn)
+    handoff = None
+    if ending.status == "needs_planner" and ending.handoff is not None:
+        h = ending.handoff
+        session.handoff = new_handoff(
+            session_id=session.session_id,
+            turn=session.turn,
+            app=req.app,
+            goal=req.goal,
+            remaining=int(h["remaining_steps"]),
+        )
+        handoff = HandoffInfo(
+            token=session.handoff.token,
+            app=req.app,
+            goal=req.goal,
+            remaining_steps=session.handoff.remaining,
+            context=str(h["context"]),
+            recent_actions=list(h["recent_actions"]),
+            candidates=list(h["candidates"]),
+            candidates_truncated=bool(h["candidates_truncated"]),
+            instruction=str(h["instruction"]),
+        )
+    now = trio.current_time()
+    return RunResult(
+        status=ending.status,
+        reason=ending.reason,
+        steps=ending.steps,
+        verified=ending.verified,
+        elapsed_ms=round((now - started) * 1000),
+        outcome_unknown=ending.outcome_unknown,
+        decision=ending.decision,
+        planned=ending.planned,
+        target=ending.target,
+        handoff=handoff,
+        budget_remaining_s=round(session.budget.remaining_s(now), 1),
+        budget_remaining_actions=max(0, session.budget.actions - session.budget.used),
+    )
+
+
+HANDLERS: dict[type, Handler] = {Run: run}
