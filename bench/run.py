@@ -45,6 +45,7 @@ import trio
 from trio_websocket import wrap_client_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ax_parse import measure_ax_parse
 from backend_call import measure_tools_call
 from native_click import measure_native_click, wait_connectable
 
@@ -279,6 +280,7 @@ def run() -> dict[str, Any]:
                 results["cli"] = step("CLI wall time", lambda: measure_cli(cli, daemon_sock, env))
         # Its own daemon and simulators, with the processes above gone.
         results["native_click"] = step("native click round trips", measure_native_click)
+        results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results
@@ -385,6 +387,13 @@ def table(results: dict[str, Any]) -> str:
     nc = results.get("native_click")
     if nc:
         rows += native_click_rows(nc)
+    axp = results.get("ax_parse")
+    if axp:
+        rows.append(
+            f"| AX parse + candidates, {axp['elements']:,} elements | {axp['parse_select_ms']:.1f}"
+            f" ms | {axp['splitlines_ms']:.2f} ms (`str.splitlines`) | {axp['ratio']:.1f}x | "
+            f"<= {axp['target']}x | {verdict(axp['ratio'], axp['target'])} |"
+        )
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
     else:
