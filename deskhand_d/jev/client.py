@@ -13,7 +13,7 @@ or the URL either; they name the status or the kind of failure and what to check
 
 from __future__ import annotations
 
-import ipaddress
+import contextvars
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -25,7 +25,6 @@ import structlog
 import trio
 
 from deskhand_d.errors import (
-    ConfigError,
     DeskhandError,
     JevInvalidResponse,
     JevRejected,
@@ -33,17 +32,26 @@ from deskhand_d.errors import (
     JevUnavailable,
     MissingJevKey,
 )
+from deskhand_d.jev.settings import (
+    KEY_ENV,
+    URL_ENV,
+    check_key,
+    check_url,
+    is_loopback,
+    load_key,
+    resolve_url,
+)
+
+__all__ = ["JevClient", "check_url", "client_from_env", "load_key", "resolve_url"]
 from deskhand_d.jev.types import Candidate, Decision
 from deskhand_d.jev.wire import DEFAULT_URL, MODEL, WireError, backoff_s, build_body, normalize
-from deskhand_d.privatefile import PrivateFile
 
 EventHook = Callable[[str, dict[str, Any]], None]
+_CALL_HOOK: contextvars.ContextVar[EventHook | None] = contextvars.ContextVar(
+    "deskhand_jev_call_hook", default=None
+)
 
-URL_ENV = "DESKHAND_JEV_URL"
-KEY_ENV = "TYPESAFE_API_KEY"
-ENV_FILE_VARS = ("DESKHAND_ENV_FILE", "JEV_CUA_ENV_FILE")
 MAX_RESPONSE_BYTES = 1 << 20
-MAX_ENV_FILE_BYTES = 16 * 1024
 TIMEOUT_RANGE_S = (0.05, 120.0)
 MAX_RETRIES_LIMIT = 5
 
@@ -52,130 +60,6 @@ def _log() -> Any:
     # A fresh proxy per use: the daemon caches loggers on first use, and a module-level proxy
     # would keep whatever configuration was current the first time it logged.
     return structlog.get_logger("deskhand.jev")
-
-
-# -- configuration ----------------------------------------------------------------------------
-
-
-def _is_loopback(host: str) -> bool:
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def check_url(url: str, *, source: str = URL_ENV) -> str:
-    """``url`` if it is a safe endpoint, else ValueError (which never quotes the whole URL)."""
-    try:
-        parts = urlsplit(url.strip())
-        host = parts.hostname or ""
-        _ = parts.port  # raises ValueError for a malformed port
-    except ValueError:
-        raise ValueError(f"{source} is not a valid URL") from None
-    scheme = parts.scheme.lower()
-    if not host:
-        raise ValueError(f"{source} has no host; expected e.g. {DEFAULT_URL}")
-    if parts.username is not None or parts.password is not None:
-        raise ValueError(
-            f"{source} must not contain a user name or password; the API key is sent in the "
-            f"Authorization header (set {KEY_ENV})"
-        )
-    if scheme == "https":
-        return url.strip()
-    if scheme == "http" and _is_loopback(host):
-        return url.strip()
-    if scheme == "http":
-        raise ValueError(
-            f"{source} uses plain http for host {host!r}; use https, or a loopback host "
-            "(127.0.0.1, ::1, localhost) for a local test server"
-        )
-    raise ValueError(f"{source} must be an https URL (got scheme {scheme or 'none'!r})")
-
-
-def resolve_url(env: Mapping[str, str]) -> str:
-    """The decision endpoint: ``DESKHAND_JEV_URL`` if set, else the public API.
-
-    https is required; plain http only for a loopback host. Anything else raises ValueError.
-    """
-    return check_url(env.get(URL_ENV, "").strip() or DEFAULT_URL)
-
-
-def _check_key(key: str, source: str) -> str:
-    if "\r" in key or "\n" in key or "\x00" in key:
-        raise ValueError(f"the API key from {source} contains a line break or NUL; fix it")
-    return key
-
-
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1]
-    for i, ch in enumerate(value):  # an unquoted value ends at a " #" comment
-        if ch == "#" and i > 0 and value[i - 1] in " \t":
-            return value[:i].rstrip()
-    return value
-
-
-def _parse_dotenv(text: str, path: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise ValueError(f"{path}: line {number} is not of the form NAME=value; fix that line")
-        out[name] = _unquote(value)
-    return out
-
-
-def load_key(env: Mapping[str, str], env_file: str | None = None) -> str | None:
-    """The TypeSafe API key, or None if none is configured.
-
-    ``TYPESAFE_API_KEY`` in ``env`` wins. Otherwise the key is read from a dotenv file: the one
-    named by ``DESKHAND_ENV_FILE`` (or its alias ``JEV_CUA_ENV_FILE``), which must exist, else
-    ``env_file`` (the default location, which may be missing). The file must be a plain file
-    (not a symbolic link) owned by this user with no group or other permissions; otherwise
-    ValueError names the path and the fix, never the file's contents.
-    """
-    key = env.get(KEY_ENV, "").strip()
-    if key:
-        return _check_key(key, KEY_ENV)
-    named = next(((var, env[var]) for var in ENV_FILE_VARS if env.get(var, "").strip()), None)
-    if named is not None:
-        source, path = named[0], named[1].strip()
-    elif env_file:
-        source, path = "", env_file
-    else:
-        return None
-
-    def refuse(reason: str, message: str) -> DeskhandError:
-        return ConfigError(message, data={"reason": reason})
-
-    try:
-        data = PrivateFile(
-            path, max_bytes=MAX_ENV_FILE_BYTES, lock_wait_s=0.0, error=refuse
-        ).read_bytes()
-    except ConfigError as exc:
-        raise ValueError(f"cannot use the env file: {exc.message}") from None
-    if data is None:
-        if source:
-            raise ValueError(f"{path} (named by {source}) does not exist; create it or unset it")
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"{path} is not UTF-8 text; save it as UTF-8") from None
-    key = _parse_dotenv(text, path).get(KEY_ENV, "").strip()
-    return _check_key(key, path) if key else None
-
-
-# -- the client -------------------------------------------------------------------------------
 
 
 class _Attempt:
@@ -234,7 +118,7 @@ class JevClient:
                 f"Jev mode needs a TypeSafe API key: set {KEY_ENV} or put it in the owner-only "
                 "env file named by DESKHAND_ENV_FILE"
             )
-        self._key = _check_key(key, "the caller")
+        self._key = check_key(key, "the caller")
         self.url = check_url(url, source="the Jev URL")
         if not model.strip():
             raise ValueError("the Jev model name is empty")
@@ -253,7 +137,7 @@ class JevClient:
             follow_redirects=False,
             timeout=httpx.Timeout(self.timeout_s),
             # Environment proxies and ~/.netrc only make sense for the real, remote API.
-            trust_env=not _is_loopback(host),
+            trust_env=not is_loopback(host),
         )
 
     def __repr__(self) -> str:
@@ -274,6 +158,9 @@ class JevClient:
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self._on_event is not None:
             self._on_event(kind, data)
+        per_call = _CALL_HOOK.get()
+        if per_call is not None:
+            per_call(kind, data)
 
     async def _exchange(self, content: bytes) -> _Attempt:
         headers = {
@@ -329,12 +216,32 @@ class JevClient:
         context: str,
         recent_actions: Sequence[str],
         constraints: str,
+        on_event: EventHook | None = None,
     ) -> Decision:
         """One decision over ``candidates`` (at least one). Raises a ``Jev*`` error on failure.
+
+        ``on_event`` receives this call's trace events (in addition to the client's own hook);
+        it is kept in a context variable, so concurrent runs sharing the client never see each
+        other's exchanges.
 
         ValueError for empty or ambiguous candidates, before any I/O. Cancellation of the
         caller's scope propagates unchanged.
         """
+        token = _CALL_HOOK.set(on_event)
+        try:
+            return await self._decide(goal, app, candidates, context, recent_actions, constraints)
+        finally:
+            _CALL_HOOK.reset(token)
+
+    async def _decide(
+        self,
+        goal: str,
+        app: str,
+        candidates: Sequence[Candidate],
+        context: str,
+        recent_actions: Sequence[str],
+        constraints: str,
+    ) -> Decision:
         if not candidates:
             raise ValueError("Jev needs at least one candidate element to choose from")
         body = build_body(
