@@ -130,7 +130,7 @@ async def serve_daemon(
     """Run the daemon until it is asked to stop. ``task_status`` gets the socket path."""
     notifier = activation.Notifier(env)
     sock, bound = obtain_listener(cfg, env)
-    hub = Hub(config=cfg, socket_path=bound.path)
+    hub = Hub(config=cfg, socket_path=bound.path, env=env)
     server = RpcServer(
         hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
     )

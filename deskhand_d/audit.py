@@ -75,6 +75,8 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Why an approval prompt was or was not shown, or ``""``."""
     text_length: int | None
     """Length in characters of the typed text or set value; ``None`` for other tools."""
+    run_id: str = ""
+    """The Jev run (its trace's ``runId``) the dispatch belonged to; ``""`` for native ops."""
 
 
 def entry_for(
@@ -90,6 +92,7 @@ def entry_for(
     arguments: Mapping[str, Any] | None = None,
     code: str = "",
     approval_reason: str = "",
+    run_id: str = "",
 ) -> AuditEntry:
     """Build the entry for one dispatch from the raw call, keeping metadata only.
 
@@ -120,6 +123,7 @@ def entry_for(
         code=_clip(code),
         approval_reason=_clip(approval_reason),
         text_length=text_length,
+        run_id=_clip(run_id),
     )
 
 

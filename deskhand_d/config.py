@@ -63,6 +63,10 @@ class JevConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """Wall-clock time all of a turn's Jev runs may take together (approval waits count)."""
     turn_actions: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 30
     """Action attempts all of a turn's Jev runs may make together."""
+    trace: Literal["off", "metadata"] = "off"
+    """Metadata traces of every run (a full trace is asked for per run, with consent)."""
+    trace_budget_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1 << 34)] = 64 * 1024 * 1024
+    """A trace that would grow past this stops its run (trace_incomplete)."""
 
 
 class ConsentConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

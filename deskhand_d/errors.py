@@ -291,6 +291,13 @@ class JevInvalidResponse(DeskhandError):
     code = "jev_invalid_response"
 
 
+class TraceIncomplete(DeskhandError):
+    """The run's trace could not be written (budget reached or a write failed); the run stopped
+    before any further dispatch rather than act without a record."""
+
+    code = "trace_incomplete"
+
+
 class TaskDeadlineExceeded(DeskhandError):
     """This turn's Jev runs used up their time budget; the calling agent decides what next."""
 

@@ -31,6 +31,10 @@ class JevAccess:
     def key_present(self) -> bool:
         return bool(self._key)
 
+    def secret_values(self) -> list[str]:
+        """The key, for redaction only (never logged or returned)."""
+        return [self._key] if self._key else []
+
     def client(self) -> JevClient:
         if not self._key:
             raise E.MissingJevKey(

@@ -52,6 +52,7 @@ class Caller:
     pid: int
     ask: Asker | None  # None: the client cannot answer questions (prompts get cancel)
     consent: ConsentAsker | None = None  # asks the person about an app (None: cannot)
+    run_id: str = ""  # the Jev run this call belongs to, for the audit log
 
     @property
     def owner(self) -> str:
@@ -391,4 +392,5 @@ class NativeService(Gates):
                 arguments=args,
                 code=code,
                 approval_reason=reason or "",
+                run_id=caller.run_id,
             )

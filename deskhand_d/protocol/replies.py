@@ -200,6 +200,7 @@ class RunResult(_Result, tag="run", frozen=True):
     elapsed_ms: int
     outcome_unknown: bool = False
     trace_path: str | None = None
+    trace_incomplete: bool = False
     decision: dict[str, Any] | None = None
     planned: dict[str, Any] | None = None
     target: dict[str, Any] | None = None

@@ -157,6 +157,8 @@ class Run(_Request, tag="run", frozen=True):
     text: Annotated[str, msgspec.Meta(max_length=10_000)] | None = None
     key: Annotated[str, msgspec.Meta(min_length=1, max_length=100)] | None = None
     direction: Literal["up", "down", "left", "right"] | None = None
+    full_trace: bool = False
+    """Record everything (trees, inputs, Jev's exchanges); asks the person first."""
 
 
 # ----- native ops: the backend's ten tools plus launch_app ---------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 class Hub:
     config: Config
     socket_path: Path
+    env: Mapping[str, str] = field(default_factory=dict)
     started: float = field(default_factory=trio.current_time)
     counters: OpCounters = field(default_factory=OpCounters)
     connections: dict[int, Connection] = field(default_factory=dict)
@@ -50,6 +52,13 @@ class Hub:
     jev: JevAccess | None = None
     _emptied: trio.Event = field(default_factory=trio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    def secrets(self) -> list[str]:
+        """Values never to be written to a trace: configured secrets and the Jev key."""
+        values = self.config.secret_values(self.env)
+        if self.jev is not None:
+            values += self.jev.secret_values()
+        return values
 
     def next_connection_id(self) -> int:
         return next(self._ids)

@@ -10,16 +10,21 @@ action was.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from deskhand_d import errors as E
+from deskhand_d import paths
 from deskhand_d.jev.desk import ServiceDesk
 from deskhand_d.jev.handoff import new_handoff
-from deskhand_d.jev.loop import Ending, Task, TaskLoop, Verify
+from deskhand_d.jev.loop import TaskLoop
+from deskhand_d.jev.task import Ending, Task, Verify
+from deskhand_d.jev.trace import NoTrace, Recorder, TraceFile
 from deskhand_d.jev.types import Resources
 from deskhand_d.native import allowlist
+from deskhand_d.native.service import Caller
 from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
 from deskhand_d.rpc.handlers import Handler
 from deskhand_d.rpc.native_ops import _caller, _native, _session
@@ -70,9 +75,15 @@ async def run(conn: Connection, req: Run) -> ResultBody:
             "this turn's Jev runs have used their action attempts; hand the task back to the "
             "person or continue in a new turn"
         )
+    caller = _caller(conn, req.id)
+    trace = await _open_trace(conn, req, caller)
+    if trace is None:  # the person declined the full trace: no file, no read, no Jev call
+        return RunResult(
+            status="stop", reason="consent_declined", steps=0, verified=False, elapsed_ms=0
+        )
     session.budget.start(now)
     session.retire("a Jev run started")
-    caller = _caller(conn, req.id)
+    caller = replace(caller, run_id=trace.run_id)
     names = native.allowed_apps()
 
     async def emit(**fields: Any) -> None:
@@ -85,6 +96,7 @@ async def run(conn: Connection, req: Run) -> ResultBody:
         budget=session.budget,
         allowed=lambda app: allowlist.is_allowed(app, names),
         emit=emit,
+        trace=trace,
     )
 
     def on_cancel() -> E.DeskhandError:
@@ -107,10 +119,40 @@ async def run(conn: Connection, req: Run) -> ResultBody:
         ending = await loop.run()
     finally:
         session.running_task = False
-    return _result(conn, req, ending, started)
+    return _result(conn, req, ending, started, trace)
 
 
-def _result(conn: Connection, req: Run, ending: Ending, started: float) -> RunResult:
+async def _open_trace(conn: Connection, req: Run, caller: Caller) -> Recorder | None:
+    """The run's trace: none, metadata (config) or full (the person must agree first)."""
+    cfg = conn.hub.config
+    directory = paths.state_dir(conn.hub.env) / "traces"
+    secrets = conn.hub.secrets()
+    if req.full_trace:
+        questions = conn.hub.questions
+        if not conn.can_answer_questions or questions is None:
+            return None
+        text = (
+            f"{caller.client} asks to record a full trace of a Jev run on {req.app!r}. It would "
+            f"store, in {directory}: the goal, every accessibility tree read (all text visible "
+            "in the app), the text and keys given to type or press, and every question sent to "
+            "Jev with its answers. API keys are removed; screenshots are never stored. Allow?"
+        )
+        choice = await questions.ask(
+            conn, request_id=req.id, kind="full_trace", text=text, app=req.app
+        )
+        if choice != "accept":
+            return None
+        return TraceFile(directory, mode="full", secrets=secrets, budget=cfg.jev.trace_budget_bytes)
+    if cfg.jev.trace == "metadata":
+        return TraceFile(
+            directory, mode="metadata", secrets=secrets, budget=cfg.jev.trace_budget_bytes
+        )
+    return NoTrace()
+
+
+def _result(
+    conn: Connection, req: Run, ending: Ending, started: float, trace: Recorder
+) -> RunResult:
     session = _session(conn)
     handoff = None
     if ending.status == "needs_planner" and ending.handoff is not None:
@@ -141,6 +183,8 @@ def _result(conn: Connection, req: Run, ending: Ending, started: float) -> RunRe
         verified=ending.verified,
         elapsed_ms=round((now - started) * 1000),
         outcome_unknown=ending.outcome_unknown,
+        trace_path=trace.path,
+        trace_incomplete=ending.trace_incomplete,
         decision=ending.decision,
         planned=ending.planned,
         target=ending.target,

@@ -16,7 +16,8 @@ from deskhand_d import errors as E
 from deskhand_d.jev import ax
 from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.jev.client import JevClient
-from deskhand_d.jev.loop import Task, TaskLoop, Verify
+from deskhand_d.jev.loop import TaskLoop
+from deskhand_d.jev.task import Task, Verify
 from deskhand_d.jev.types import Candidate, Decision, Prepared
 
 CASES = json.loads((Path(__file__).parents[2] / "fixtures" / "cases.json").read_text())

@@ -28,6 +28,7 @@ FIELDS = (
     "code",
     "approval_reason",
     "text_length",
+    "run_id",  # reviewed: a random run id links a dispatch to its Jev trace, nothing more
 )
 
 SECRET = "hunter2-SECRET-typed"
