@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         from deskhandctl.offline import run_offline
 
         return run_offline(args)
+    if args.command.startswith("trace "):
+        from deskhandctl.tracecmd import run_trace
+
+        return run_trace(args)
     try:
         return _run(args)
     except DaemonError as exc:

@@ -25,6 +25,7 @@ from deskhandctl.argshapes import (
     verify_pair,
 )
 from deskhandctl.argspec import DEFAULT_TIMEOUT_S, DESKTOP_TIMEOUT_S, Command, Option, Param
+from deskhandctl.hints import APPS_HINT, GRANTS_HINT, RUN_HINT
 
 __all__ = [
     "APPS_HINT",
@@ -78,26 +79,6 @@ OPTIONS = (
 )
 OPTION_BY_FLAG = {option.flag: option for option in OPTIONS}
 
-
-APPS_HINT = (
-    "deskhandctl apps lists the allowlist ('apps list') or adds exactly one app to it "
-    "('apps add NAME', one app per command). It never removes or replaces apps: to do that, "
-    "edit the file that 'deskhandctl apps list' names."
-)
-
-
-RUN_HINT = (
-    "deskhandctl run asks Jev (in a session in jev mode) to do one small goal in one app, step "
-    "by step: it executes unless you give --dry-run. Done means verified only with "
-    "--verify-role and --verify-label. --text, --key and --direction are what Jev may use for "
-    "typing, a key press or scrolling; it never invents them."
-)
-
-GRANTS_HINT = (
-    "deskhandctl grants shows the apps you have always allowed ('grants list'), withdraws that "
-    "('grants revoke APP': any work in progress is cancelled and the backend restarts) or gives "
-    "it back ('grants restore APP'). New grants come only from answering a consent question."
-)
 
 COMMANDS: dict[str, Command] = {
     cmd.name: cmd
@@ -291,6 +272,12 @@ COMMANDS: dict[str, Command] = {
                 Param("--text", "text", "text Jev may type or set", metavar="TEXT"),
                 Param("--key", "key", "a key Jev may press", metavar="KEY"),
                 Param(
+                    "--full-trace",
+                    "full_trace",
+                    "record everything about this run (asks you first)",
+                    switch=True,
+                ),
+                Param(
                     "--direction",
                     "direction",
                     "a direction Jev may scroll",
@@ -321,6 +308,27 @@ COMMANDS: dict[str, Command] = {
                             local=True,
                         ),
                     ),
+                    offline=True,
+                ),
+            ),
+        ),
+        Command(
+            "trace",
+            "read Jev run traces offline",
+            subcommands=(
+                Command("list", "list the trace files, newest first", "", offline=True),
+                Command(
+                    "show",
+                    "show a trace as a per-step timeline",
+                    "",
+                    (Param("PATH", "path", "the trace file", local=True),),
+                    offline=True,
+                ),
+                Command(
+                    "analyze",
+                    "find the first step where the run went wrong, and whether it is complete",
+                    "",
+                    (Param("PATH", "path", "the trace file", local=True),),
                     offline=True,
                 ),
             ),

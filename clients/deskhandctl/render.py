@@ -279,7 +279,11 @@ def run_result(result: dict[str, Any]) -> str:
         lines.append(
             f"turn budget left: {remaining} action(s), {result.get('budget_remaining_s')} s"
         )
-    lines.append(f"trace: {result.get('trace_path') or 'none'}")
+    incomplete = " (incomplete: the run stopped because it could not be recorded)"
+    lines.append(
+        f"trace: {result.get('trace_path') or 'none'}"
+        + (incomplete if result.get("trace_incomplete") else "")
+    )
     return printable("\n".join(lines))
 
 

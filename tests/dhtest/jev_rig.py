@@ -56,7 +56,11 @@ def pick(
 
 class JevDesk:
     def __init__(
-        self, script: list[dict[str, Any]], scenario: dict[str, Any] | None, config: str
+        self,
+        script: list[dict[str, Any]],
+        scenario: dict[str, Any] | None,
+        config: str,
+        extra_env: dict[str, str] | None = None,
     ) -> None:
         self.root = short_tmpdir()
         script_path = self.root / "script.json"
@@ -96,6 +100,7 @@ class JevDesk:
             "DESKHAND_JEV_URL": self.jev_url,
             "DESKHAND_SIM_RECORD": str(self.record),
             "DESKHAND_SIM_SCENARIO": json.dumps({"preapproved": ["*"], **(scenario or {})}),
+            **(extra_env or {}),
         }
         self.daemon: DaemonProc = spawn_daemon(self.root, extra_env=env)
         self.clients: list[SyncClient] = []
@@ -126,6 +131,23 @@ class JevDesk:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def run_traced(c: SyncClient, rid: int, **fields: Any) -> dict[str, Any]:
+    """``run`` with ``full_trace``, the person accepting the trace question."""
+    c.send_obj({"op": "run", "id": rid, "full_trace": True, **fields})
+    while True:
+        msg = c.recv_obj()
+        if msg["type"] == "event":
+            ev = msg["event"]
+            if ev["kind"] == "question":
+                assert ev["question"] == "full_trace", ev
+                c.send_obj(
+                    {"op": "answer", "id": rid + 1000, "question_id": ev["id"], "choice": "accept"}
+                )
+            continue
+        if msg.get("id") == rid:
+            return dict(msg)
+
+
 def run_request(
     c: SyncClient, rid: int, **fields: Any
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -146,9 +168,12 @@ def jev_factory() -> Iterator[Any]:
     desks: list[JevDesk] = []
 
     def make(
-        script: list[dict[str, Any]], scenario: dict[str, Any] | None = None, config: str = ""
+        script: list[dict[str, Any]],
+        scenario: dict[str, Any] | None = None,
+        config: str = "",
+        env: dict[str, str] | None = None,
     ) -> JevDesk:
-        desks.append(JevDesk(script, scenario, config))
+        desks.append(JevDesk(script, scenario, config, env))
         return desks[-1]
 
     yield make
