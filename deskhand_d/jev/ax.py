@@ -42,16 +42,28 @@ from typing import Final
 
 import msgspec
 
-from deskhand_d.jev import axgrammar
+from deskhand_d.jev import axgrammar, axread
+from deskhand_d.jev.axread import RECEIPT, AxParseError
 from deskhand_d.jev.types import Candidate, Element
-from deskhand_d.mcp.results import DIFF_MARKERS
+
+__all__ = [
+    "MAX_INDEX",
+    "RECEIPT",
+    "AxParseError",
+    "Selection",
+    "Tree",
+    "build_context",
+    "find",
+    "parse",
+    "select_candidates",
+    "summarize_action",
+    "visible_texts",
+]
 
 MAX_INDEX: Final = axgrammar.MAX_INDEX
-RECEIPT: Final = "Action completed. Call `get_app_state`"
 _INSTRUCTIONS_OPEN: Final = "<app_specific_instructions>"
 _INSTRUCTIONS_CLOSE: Final = "</app_specific_instructions>"
 _APP_STATE_CLOSE: Final = "</app_state>"
-_END: Final = _APP_STATE_CLOSE  # appended to the lines so the last element is always closed
 _GOAL_SPLIT: Final = re.compile(r"[^a-z0-9\u4e00-\u9fff]+")
 _TOOL_WORD: Final = re.compile(r"\b(?:toolbar|tool)\b")
 _DISABLED: Final = re.compile(r"\((?i:disabled)\)")  # starts with "(": a fast literal scan
@@ -69,10 +81,6 @@ _ROLE_SCORE: Final[dict[str, int]] = {
     ),
     **dict.fromkeys(("list", "date time area", "scroll area"), 0),
 }
-
-
-class AxParseError(ValueError):
-    """The text is not one full accessibility tree; the message says what to do instead."""
 
 
 class Tree(msgspec.Struct, frozen=True):
@@ -94,137 +102,9 @@ class Selection(msgspec.Struct, frozen=True):
     clipped: bool
 
 
-def _header(lines: list[str]) -> tuple[int, str, int | None, str]:
-    """Where the tree starts, plus app, pid and window title; refuses non-trees."""
-    app, pid, window = "", None, ""
-    inside = False
-    for at, line in enumerate(lines):
-        if inside:
-            inside = not line.startswith(_INSTRUCTIONS_CLOSE)
-        elif axgrammar.index_of(line) is not None:
-            return at, app, pid, window
-        elif line.startswith(_INSTRUCTIONS_OPEN):
-            inside = _INSTRUCTIONS_CLOSE not in line
-        elif line.startswith("App=") and not app:
-            found = axgrammar.identity(line)
-            if found is not None:
-                app, pid = found
-        elif line.startswith("Window:") and not window:
-            window = axgrammar.window_title(line)
-        elif line.lstrip("+~ ").startswith(DIFF_MARKERS):
-            raise _refusal("a diff or partial update, not a full accessibility tree")
-        elif RECEIPT in line:
-            raise _refusal("an action receipt without a tree")
-    raise _refusal("without any accessibility elements")
-
-
-def _refusal(what: str) -> AxParseError:
-    return AxParseError(f"The text is {what}; observe again (get_app_state) for a full tree.")
-
-
 def parse(text: str) -> Tree:
     """Parse one full tree; raises :class:`AxParseError` for anything else."""
-    norm = text.replace("\r\n", "\n") if "\r" in text else text
-    lines = norm.split("\n")
-    start, app, pid, window = _header(lines)
-    lines.append(_END)
-    # Only when some line's indentation holds a space ("\n " or "\t ") is the slow check needed.
-    spaced = norm[:1] == " " or "\n " in norm or "\t " in norm
-    indent_chars = " \t" if spaced else "\t"
-    elements: list[Element] = []
-    memo: dict[str, axgrammar.Parts] = {}
-    menu_memo: dict[str, axgrammar.Parts] = {}
-    split_rest = axgrammar.split_rest
-    later: dict[int, int] | None = None
-    focus: int | None = None
-    base = -1  # indentation width of the first element
-    menu_width = -1  # indentation width of the menu bar being read, -1 outside one
-    odd_indent = False  # spaces in an element's indentation, or an element left of the first
-    cur = -1  # index of the element being read ...
-    expect = "-"  # ... and the number the next one carries when the numbering is contiguous
-    cur_line = cur_rest = ""
-    cur_width = 0
-    extra: list[str] = []  # its continuation lines
-    blanks = 0  # blank lines not yet known to belong to a value
-    for at in range(start, len(lines)):
-        line = lines[at]
-        stripped = line.lstrip(indent_chars)
-        num, _, rest = stripped.partition(" ")
-        if num == expect:
-            index = cur + 1
-        elif num.isdigit() and num.isascii():
-            index = MAX_INDEX + 1 if len(num) > 16 else int(num)
-            if base >= 0 and index != cur + 1:
-                if index <= cur:
-                    index = -1
-                else:
-                    if later is None:
-                        later = axgrammar.later_positions(lines, start)
-                    if later.get(cur + 1, -1) > at:
-                        index = -1
-            if index > MAX_INDEX:
-                raise _refusal(f"numbered beyond the safe index range ({num[:24]})")
-        elif not line:
-            blanks += 1
-            continue
-        elif axgrammar.ends_tree(line, blanks > 0):
-            index = -2
-            focus = axgrammar.focus_index(line)
-        else:
-            index = -1
-        if index == -1:  # a continuation line
-            if blanks:
-                extra.extend([""] * blanks)
-                blanks = 0
-            extra.append(line)
-            continue
-        if cur_line:  # close the element being read
-            if extra:
-                joined = "\n".join(extra)
-                cur_rest = cur_rest + "\n" + joined
-                cur_line = cur_line + "\n" + joined
-                extra = []
-            if menu_width >= 0 and cur_width > menu_width:
-                parts = menu_memo.get(cur_rest)
-                if parts is None:
-                    parts = menu_memo[cur_rest] = split_rest(cur_rest, True)
-            else:
-                if menu_width >= 0:
-                    menu_width = -1
-                parts = memo.get(cur_rest)
-                if parts is None:
-                    parts = memo[cur_rest] = split_rest(cur_rest)
-            role, source, label, states, attributes, actions = parts
-            if role == "menu bar":
-                menu_width = cur_width
-            elements.append(
-                Element(
-                    index=cur,
-                    depth=cur_width - base,
-                    role=role,
-                    source_role=source,
-                    label=label,
-                    states=states,
-                    attributes=attributes.copy() if attributes else {},
-                    secondary_actions=actions,
-                    raw=cur_line,
-                )
-            )
-        if index == -2:
-            break
-        blanks = 0
-        cur, cur_line, cur_rest = index, line, rest
-        expect = str(index + 1)
-        cur_width = len(line) - len(stripped)
-        if base < 0:
-            base = cur_width
-        if cur_width < base or (spaced and " " in line[:cur_width]):
-            odd_indent = True
-    if odd_indent:
-        depths = axgrammar.levels([e.raw for e in elements])
-        elements = [
-            msgspec.structs.replace(e, depth=d) for e, d in zip(elements, depths, strict=True)
-        ]
+    elements, focus, app, pid, window = axread.read(text)
     return Tree(tuple(elements), focus, app, pid, window, text)
 
 

@@ -24,155 +24,42 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import compress
+from operator import itemgetter
 from typing import Final
 
+from deskhand_d.jev.axroles import (
+    ATTRIBUTE_KEYS,
+    MULTI_WORD_ROLES,
+    PLAIN_ROLES,
+    ROLE_ALIASES,
+    role_of,
+)
+
+__all__ = [
+    "ATTRIBUTE_KEYS",
+    "MAX_INDEX",
+    "MULTI_WORD_ROLES",
+    "ROLE_ALIASES",
+    "SECONDARY_ACTIONS",
+    "Parts",
+    "ends_tree",
+    "focus_index",
+    "identity",
+    "index_of",
+    "later_positions",
+    "levels",
+    "split_rest",
+    "window_title",
+]
+
 SECONDARY_ACTIONS: Final = "Secondary Actions"
-ATTRIBUTE_KEYS: Final = (
-    "Description",
-    "Value",
-    "Details",
-    "Help",
-    "ID",
-    "URL",
-    "Placeholder",
-    SECONDARY_ACTIONS,
-)
-_KEYS: Final = frozenset(ATTRIBUTE_KEYS)
-_KEY_WORDS: Final = frozenset(f"{key}:" for key in ATTRIBUTE_KEYS if " " not in key)
-_ROLE_END: Final = ("", " ", "\n")
-
-# Known roles that are more than one word (recognised longest first). Single-word roles need no
-# entry: the first word is the role anyway.
-MULTI_WORD_ROLES: Final = (
-    # from the original package
-    "standard window",
-    "split group",
-    "scroll area",
-    "HTML content",
-    "content list",
-    "menu bar main-menu-bar",
-    "menu bar",
-    "radio button",
-    "close button",
-    "minimize button",
-    "full screen button",
-    "search text field",
-    "search field",
-    "text field",
-    "text area",
-    "pop up button",
-    "toggle button",
-    "combo box",
-    "menu item",
-    "date time area",
-    # seen in Sky captures
-    "zoom button",
-    "minimise button",
-    "text entry area",
-    "scroll bar",
-    "value indicator",
-    "increment arrow button",
-    "decrement arrow button",
-    "increment page button",
-    "decrement page button",
-    "disclosure triangle",
-    "tab group",
-    "menu button",
-    "HTML 内容",
-)
-
-# Source role -> the role Deskhand reasons about. Unknown roles pass through unchanged.
-ROLE_ALIASES: Final[dict[str, str]] = {
-    "search text field": "search field",
-    "menu bar main-menu-bar": "menu bar",
-    "minimise button": "minimize button",
-    # zh-Hans: the original package's table
-    "标准窗口": "standard window",
-    "分离组": "split group",
-    "滚动区": "scroll area",
-    "文本": "text",
-    "按钮": "button",
-    "文本栏": "text field",
-    "文本区域": "text area",
-    "搜索栏": "search field",
-    "复选框": "checkbox",
-    "单选按钮": "radio button",
-    # zh-Hans: documented with the Sky grammar and used by the simulator's zh-Hans locale
-    "文本输入区": "text entry area",
-    "关闭按钮": "close button",
-    "组合框": "combo box",
-    "HTML 内容": "HTML content",
-    "容器": "container",
-    "工具栏": "toolbar",
-    "缩放按钮": "zoom button",
-    "最小化按钮": "minimize button",
-    "全屏幕按钮": "full screen button",
-    "网格": "grid",
-    "列表": "list",
-    "图像": "image",
-    "滚动条": "scroll bar",
-    # zh-Hans: seen in a Safari capture (fixtures/ax/safari-zh-isse-zhengzixuan-1.txt)
-    "HTML内容": "HTML content",
-    "链接": "link",
-    "开关按钮": "toggle button",
-    "弹出式按钮": "pop up button",
-    "标题": "heading",
-    "标签": "tab",
-    "标签组": "tab group",
-    "内容列表": "content list",
-    "单元格": "cell",
-    "表格": "table",
-    "菜单按钮": "menu button",
-}
-
-
-def _by_first_word() -> dict[str, tuple[str, ...]]:
-    table: dict[str, list[str]] = {}
-    for role in MULTI_WORD_ROLES:
-        table.setdefault(role.split(" ", 1)[0], []).append(role)
-    return {word: tuple(sorted(roles, key=len, reverse=True)) for word, roles in table.items()}
-
-
-_MULTI: Final = _by_first_word()
-# Common one-word roles that start no multi-word role: the first word is the role, no checks.
-_PLAIN_ROLES: Final = (
-    frozenset(
-        (
-            "button",
-            "link",
-            "container",
-            "image",
-            "row",
-            "heading",
-            "list",
-            "cell",
-            "grid",
-            "toolbar",
-            "outline",
-            "Event",
-            "collection",
-            "section",
-            "slider",
-            "splitter",
-            "unknown",
-            "tab",
-            "checkbox",
-            "stepper",
-            "table",
-            "column",
-            "group",
-            "switch",
-            *(role for role in ROLE_ALIASES if " " not in role),
-        )
-    )
-    - frozenset(_MULTI)
-    - frozenset(("text",))
-)
-
-# ", " that starts another attribute: a known key, a colon, then whitespace or the end.
-_ATTRIBUTE_BREAK: Final = re.compile(
-    r", (?=(?:Description|Value|Details|Help|ID|URL|Placeholder|Secondary Actions):(?:\s|$))"
-)
+_KEY_ALTERNATIVES: Final = "|".join(ATTRIBUTE_KEYS)
+# ", " that starts another attribute: a known key, a colon, then whitespace or the end. Split
+# with the key captured: [title, key, ":"-less rest, key, rest, ...], each rest starting with
+# the whitespace after the colon (or empty at the end).
+_ATTRIBUTE_SPLIT: Final = re.compile(f", ({_KEY_ALTERNATIVES}):(?=\\s|$)").split
+_VALUE: Final = itemgetter(slice(1, None))  # a rest minus the whitespace after the colon
 _FOCUS: Final = re.compile(r"focused UI element is\s+([0-9]+)\b", re.IGNORECASE)
 _APP_STATE_CLOSE: Final = "</app_state>"
 MAX_INDEX: Final = 2**53 - 1
@@ -180,24 +67,8 @@ _IDENTITY: Final = re.compile(r"App=(.+?) \((?:bundleID (\S+), )?pid ([0-9]{1,18
 
 # (role, source_role, label, states, attributes, secondary_actions)
 Parts = tuple[str, str, str, tuple[str, ...], dict[str, str], tuple[str, ...]]
-
-
-def source_role(rest: str) -> str:
-    """The role as written at the start of ``rest`` (already stripped); ``""`` when omitted."""
-    first = rest.partition(" ")[0]
-    if "\n" in first:
-        first = first.partition("\n")[0]
-    if not first or first[0] == "(" or first[-1] == ",":
-        return ""
-    if first[-1] == ":":
-        if first in _KEY_WORDS:
-            return ""
-    elif first == "Secondary" and rest.startswith("Secondary Actions:"):
-        return ""
-    for role in _MULTI.get(first, ()):
-        if rest.startswith(role) and rest[len(role) : len(role) + 1] in _ROLE_END:
-            return role
-    return first
+_PLAIN_ROLE: Final = PLAIN_ROLES.get
+_KEY_SEGMENTS: Final = frozenset(f", {key}:" for key in ATTRIBUTE_KEYS)
 
 
 def _states(flags: str) -> tuple[str, ...]:
@@ -211,56 +82,63 @@ def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
     """Parse what follows an element's index (continuation lines joined with ``\\n``)."""
     rest = rest.strip()
     if in_menu_bar:
-        source, label = "", rest
+        role = source = ""
+        label = rest
     else:
-        source = rest.partition(" ")[0]
-        if source not in _PLAIN_ROLES:
-            source = source_role(rest)
-        label = rest[len(source) :].lstrip() if source else rest
+        source, _, label = rest.partition(" ")
+        role = _PLAIN_ROLE(source)
+        if role is None:
+            role, source, label = role_of(rest)
+        else:
+            label = label.lstrip()
     states: tuple[str, ...] = ()
-    flags_end = 0
-    if label[:1] == "(":
+    if label.startswith("("):
         flags_end = label.find(")") + 1
         if flags_end:
             states = _states(label[1 : flags_end - 1])
-    role = ROLE_ALIASES.get(source, source)
+            if ":" in label:
+                return _attributes(role, source, label, states, label[flags_end:].lstrip())
+            return role, source, label, states, {}, ()
     if ":" in label:
-        label, attributes, actions = _attributes(label, flags_end)
-        return role, source, label, states, attributes, actions
+        return _attributes(role, source, label, states, label)
     return role, source, label, states, {}, ()
 
 
-def _attributes(label: str, flags_end: int) -> tuple[str, dict[str, str], tuple[str, ...]]:
-    """Split ``label`` (after its flags) at attribute keys; drop the Secondary Actions clause.
+def _attributes(role: str, source: str, label: str, states: tuple[str, ...], body: str) -> Parts:
+    """The parts of a label with attributes in ``body`` (the label after its flags).
 
-    A key that repeats can only be text inside the value before it, so it is folded back there.
+    The Secondary Actions clause is dropped from the label; a key that repeats can only be text
+    inside the value before it, so it is folded back there.
     """
-    body = label[flags_end:].lstrip() if flags_end else label
-    segments = _ATTRIBUTE_BREAK.split(body)
-    head = segments[0]
-    key = head.partition(":")[0]
-    after = head[len(key) + 1 : len(key) + 2]
-    if key in _KEYS and head[len(key) : len(key) + 1] == ":" and (not after or after.isspace()):
-        first = 0
-    elif len(segments) == 1:
-        return label, {}, ()
-    else:
-        first = 1  # segments[0] is the title
-    attributes: dict[str, str] = {}
+    # [", " + title or "", key, rest, key, rest, ...]: each rest starts with the whitespace
+    # after the colon (or is empty at the end)
+    pieces = _ATTRIBUTE_SPLIT(", " + body)
+    if len(pieces) == 1:
+        return role, source, label, states, {}, ()
+    if pieces[0] in _KEY_SEGMENTS:  # "Value:" right before the next key: an empty value
+        pieces = ["", pieces[0][2:-1], "", *pieces[1:]]
+    keys = pieces[1::2]
+    attributes = dict(zip(keys, map(_VALUE, pieces[2::2]), strict=True))
+    if len(attributes) == len(keys) and SECONDARY_ACTIONS not in attributes:
+        return role, source, label, states, attributes, ()
+    segments = [f"{key}:{rest}" for key, rest in zip(keys, pieces[2::2], strict=True)]
+    title = pieces[0][2:]
+    attributes = {}
     actions: tuple[str, ...] = ()
-    cut: list[int] = []  # segments that make up the Secondary Actions clause
+    keep = [True] * len(segments)  # False for the segments of the Secondary Actions clause
+    cut = False
     previous = ""
-    for at in range(first, len(segments)):
+    for at, key in enumerate(keys):
         segment = segments[at]
-        key = segment.partition(":")[0]
         if key == SECONDARY_ACTIONS and not cut:
             value = segment[len(key) + 2 :]
             actions = tuple(value.split(", ")) if value else ()
-            cut.append(at)
+            keep[at] = False
+            cut = True
         elif key in attributes or key == SECONDARY_ACTIONS:
             if previous == SECONDARY_ACTIONS:
                 actions += tuple(segment.split(", "))
-                cut.append(at)
+                keep[at] = False
             else:
                 attributes[previous] += ", " + segment
             continue
@@ -268,9 +146,11 @@ def _attributes(label: str, flags_end: int) -> tuple[str, dict[str, str], tuple[
             attributes[key] = segment[len(key) + 2 :]
         previous = key
     if cut:
-        kept = ", ".join([text for at, text in enumerate(segments) if at not in cut])
-        label = (label[: len(label) - len(body)] + kept).strip()
-    return label, attributes, actions
+        kept = list(compress(segments, keep))
+        if pieces[0]:
+            kept.insert(0, title)
+        label = (label[: len(label) - len(body)] + ", ".join(kept)).strip()
+    return role, source, label, states, attributes, actions
 
 
 def identity(line: str) -> tuple[str, int | None] | None:

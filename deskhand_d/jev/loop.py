@@ -232,7 +232,9 @@ class TaskLoop:
         self.phase = "decide"
 
         def exchange(kind: str, data: dict[str, Any]) -> None:
-            self.trace.event("jev", step=step, exchange={"kind": kind, **data})
+            # An error event carries its own "kind" (timeout, network...): keep both.
+            fields = {("error" if k == "kind" else k): v for k, v in data.items()}
+            self.trace.event("jev", step=step, exchange={"kind": kind, **fields})
 
         return await self.decider.decide(
             goal=task.goal,
