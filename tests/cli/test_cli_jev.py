@@ -140,3 +140,21 @@ def test_eval_refuses_without_live_and_runs_the_cases_with_it(jev_factory: Any) 
     assert done.returncode == 0, done.stdout + done.stderr
     assert "3/3 cases passed" in done.stdout
     assert len(desk.jev_requests()) == 3  # straight to the API, not through the daemon
+
+
+def test_trace_commands_read_a_real_run(jev_factory: Any) -> None:
+    desk: JevDesk = jev_factory([pick(BUTTON["7"])], config='[jev]\ntrace = "metadata"\n')
+    env = desk_env(desk)
+    done = ctl(env, "--json", "run", "--app", "Calculator", "Calculate 1 + 2", "--max-steps", "2")
+    path = json.loads(done.stdout)["trace_path"]
+    assert path and Path(path).exists()
+    listed = ctl(env, "trace", "list")
+    assert listed.returncode == 0 and Path(path).name in listed.stdout
+    shown = ctl(env, "trace", "show", path)
+    assert shown.returncode == 0 and "step 1" in shown.stdout.lower()
+    analyzed = ctl(env, "--json", "trace", "analyze", path)
+    assert analyzed.returncode == 0, analyzed.stderr
+    report = json.loads(analyzed.stdout)
+    assert report["complete"] is True and report["unreturned_dispatches"] == []
+    missing = ctl(env, "trace", "show", str(desk.root / "nope.jsonl"))
+    assert missing.returncode == 1
