@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import bisect
 import json
-import re
 import unicodedata
 from operator import attrgetter
 from typing import Final
 
 import msgspec
 
-from deskhand_d.jev import axgrammar, axread
+from deskhand_d.jev import axgrammar, axread, axselect
 from deskhand_d.jev.axread import RECEIPT, AxParseError
-from deskhand_d.jev.types import Candidate, Element
+from deskhand_d.jev.axselect import Selection
+from deskhand_d.jev.types import Element
 
 __all__ = [
     "MAX_INDEX",
@@ -64,23 +64,7 @@ MAX_INDEX: Final = axgrammar.MAX_INDEX
 _INSTRUCTIONS_OPEN: Final = "<app_specific_instructions>"
 _INSTRUCTIONS_CLOSE: Final = "</app_specific_instructions>"
 _APP_STATE_CLOSE: Final = "</app_state>"
-_GOAL_SPLIT: Final = re.compile(r"[^a-z0-9\u4e00-\u9fff]+")
-_TOOL_WORD: Final = re.compile(r"\b(?:toolbar|tool)\b")
-_DISABLED: Final = re.compile(r"\((?i:disabled)\)")  # starts with "(": a fast literal scan
 _SKIPPED_HEAD: Final = ("Computer Use state (", "<app_state>", _APP_STATE_CLOSE)
-
-# Roles Jev may act on, with the score each starts from.
-_ROLE_SCORE: Final[dict[str, int]] = {
-    **dict.fromkeys(
-        ("button", "toggle button", "radio button", "menu item", "pop up button", "combo box"), 3
-    ),
-    **dict.fromkeys(("text field", "text area", "search field"), 2),
-    "link": 1,
-    **dict.fromkeys(
-        ("close button", "minimize button", "full screen button", "checkbox", "stepper", "tab"), 0
-    ),
-    **dict.fromkeys(("list", "date time area", "scroll area"), 0),
-}
 
 
 class Tree(msgspec.Struct, frozen=True):
@@ -92,14 +76,6 @@ class Tree(msgspec.Struct, frozen=True):
     pid: int | None
     window: str  # the Window: title; "" without the line
     text: str  # the text that was parsed
-
-
-class Selection(msgspec.Struct, frozen=True):
-    """The ranked candidates Jev may choose from."""
-
-    candidates: tuple[Candidate, ...]
-    total: int  # eligible elements before the limit
-    clipped: bool
 
 
 def parse(text: str) -> Tree:
@@ -118,50 +94,11 @@ def find(tree: Tree, index: int) -> Element | None:
 
 
 def select_candidates(tree: Tree, goal: str = "", limit: int = 40) -> Selection:
-    """The elements Jev may act on, best first (ties by index), at most ``limit`` of them."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
-        raise ValueError("The candidate limit must be an integer from 1 to 200.")
-    lowered = goal.lower()
-    tokens = [t for t in _GOAL_SPLIT.split(lowered) if len(t) >= 2]
-    hot_goal = "month" in lowered or "搜索" in lowered or "search" in lowered
-    tool_goal = _TOOL_WORD.search(lowered) is not None
-    role_score = _ROLE_SCORE
-    ranked: list[tuple[int, int, int]] = []  # (-score, index, position)
-    elements = tree.elements
-    for at, element in enumerate(elements):
-        role = element.role
-        score = role_score.get(role)
-        states = element.states
-        if score is None:
-            if role != "row" or ("selectable" not in states and "selected" not in states):
-                continue
-            score = 2
-        if "disabled" in states:
-            continue
-        if _DISABLED.search(element.raw) is not None:
-            continue
-        label = element.label
-        if not label or label == "javascript:" or label == "javascript:;":
-            score -= 4
-        if tokens or hot_goal:
-            low = label.lower()
-            for token in tokens:
-                if token in low:
-                    score += 4
-            if hot_goal and (
-                "previous month" in low
-                or "next month" in low
-                or "today" in low
-                or "search" in low
-                or "搜索" in low
-            ):
-                score += 6
-        if tool_goal and role == "toggle button":
-            score += 5
-        ranked.append((-score, element.index, at))
-    ranked.sort()
-    chosen = tuple(Candidate(element=elements[at], score=-s) for s, _, at in ranked[:limit])
-    return Selection(chosen, len(ranked), len(ranked) > limit)
+    """The elements Jev may act on, best first (ties by index), at most ``limit`` of them.
+
+    The rules are in :mod:`.axselect`.
+    """
+    return axselect.select(tree.elements, goal, limit)
 
 
 def _lines(text: str) -> list[str]:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from itertools import compress
-from operator import itemgetter
 from typing import Final
 
 from deskhand_d.jev.axroles import (
@@ -54,12 +52,16 @@ __all__ = [
 ]
 
 SECONDARY_ACTIONS: Final = "Secondary Actions"
+_KEYS: Final = frozenset(ATTRIBUTE_KEYS)
 _KEY_ALTERNATIVES: Final = "|".join(ATTRIBUTE_KEYS)
-# ", " that starts another attribute: a known key, a colon, then whitespace or the end. Split
-# with the key captured: [title, key, ":"-less rest, key, rest, ...], each rest starting with
-# the whitespace after the colon (or empty at the end).
-_ATTRIBUTE_SPLIT: Final = re.compile(f", ({_KEY_ALTERNATIVES}):(?=\\s|$)").split
-_VALUE: Final = itemgetter(slice(1, None))  # a rest minus the whitespace after the colon
+# ", " that starts another attribute: a known key, a colon, then whitespace or the end.
+_ATTRIBUTE_BREAK: Final = re.compile(f", (?=(?:{_KEY_ALTERNATIVES}):(?:\\s|$))").split
+# The same, taking the key (captured) and the whitespace after the colon along: split by it,
+# ", " + a body gives [", " + title or "", key, value, key, value, ...].
+_ATTRIBUTE_SPLIT: Final = re.compile(f", ({_KEY_ALTERNATIVES}):(?:\\s|$)").split
+# ", Key:" as a title: "Key:" right before the next key, an empty value _ATTRIBUTE_SPLIT misses
+_KEY_SEGMENTS: Final = frozenset(f", {key}:" for key in ATTRIBUTE_KEYS)
+_KEY_SEGMENT_MAX: Final = max(map(len, _KEY_SEGMENTS))
 _FOCUS: Final = re.compile(r"focused UI element is\s+([0-9]+)\b", re.IGNORECASE)
 _APP_STATE_CLOSE: Final = "</app_state>"
 MAX_INDEX: Final = 2**53 - 1
@@ -68,7 +70,6 @@ _IDENTITY: Final = re.compile(r"App=(.+?) \((?:bundleID (\S+), )?pid ([0-9]{1,18
 # (role, source_role, label, states, attributes, secondary_actions)
 Parts = tuple[str, str, str, tuple[str, ...], dict[str, str], tuple[str, ...]]
 _PLAIN_ROLE: Final = PLAIN_ROLES.get
-_KEY_SEGMENTS: Final = frozenset(f", {key}:" for key in ATTRIBUTE_KEYS)
 
 
 def _states(flags: str) -> tuple[str, ...]:
@@ -86,59 +87,73 @@ def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
         label = rest
     else:
         source, _, label = rest.partition(" ")
-        role = _PLAIN_ROLE(source)
-        if role is None:
+        plain = _PLAIN_ROLE(source)
+        if plain is None:
             role, source, label = role_of(rest)
         else:
+            role = plain
             label = label.lstrip()
     states: tuple[str, ...] = ()
-    if label.startswith("("):
+    body = label
+    if label[:1] == "(":
         flags_end = label.find(")") + 1
         if flags_end:
             states = _states(label[1 : flags_end - 1])
-            if ":" in label:
-                return _attributes(role, source, label, states, label[flags_end:].lstrip())
-            return role, source, label, states, {}, ()
-    if ":" in label:
-        return _attributes(role, source, label, states, label)
-    return role, source, label, states, {}, ()
-
-
-def _attributes(role: str, source: str, label: str, states: tuple[str, ...], body: str) -> Parts:
-    """The parts of a label with attributes in ``body`` (the label after its flags).
-
-    The Secondary Actions clause is dropped from the label; a key that repeats can only be text
-    inside the value before it, so it is folded back there.
-    """
-    # [", " + title or "", key, rest, key, rest, ...]: each rest starts with the whitespace
-    # after the colon (or is empty at the end)
-    pieces = _ATTRIBUTE_SPLIT(", " + body)
-    if len(pieces) == 1:
+            body = label[flags_end:].lstrip()
+    if ":" not in body:
         return role, source, label, states, {}, ()
-    if pieces[0] in _KEY_SEGMENTS:  # "Value:" right before the next key: an empty value
-        pieces = ["", pieces[0][2:-1], "", *pieces[1:]]
-    keys = pieces[1::2]
-    attributes = dict(zip(keys, map(_VALUE, pieces[2::2]), strict=True))
-    if len(attributes) == len(keys) and SECONDARY_ACTIONS not in attributes:
+    # [", " + title (or "" when the body starts with a key), key, value, key, value, ...]
+    pieces = _ATTRIBUTE_SPLIT(", " + body)
+    count = len(pieces)
+    if count == 1:
+        return role, source, label, states, {}, ()
+    if count == 3:
+        attributes = {pieces[1]: pieces[2]}
+    elif count == 5:
+        attributes = {pieces[1]: pieces[2], pieces[3]: pieces[4]}
+    else:
+        attributes = dict(zip(pieces[1::2], pieces[2::2], strict=True))
+    if (
+        len(attributes) + len(attributes) + 1 == count
+        and SECONDARY_ACTIONS not in attributes
+        and (len(pieces[0]) > _KEY_SEGMENT_MAX or pieces[0] not in _KEY_SEGMENTS)
+    ):
         return role, source, label, states, attributes, ()
-    segments = [f"{key}:{rest}" for key, rest in zip(keys, pieces[2::2], strict=True)]
-    title = pieces[0][2:]
-    attributes = {}
+    label, attributes, actions = _attributes(label, body)
+    return role, source, label, states, attributes, actions
+
+
+def _attributes(label: str, body: str) -> tuple[str, dict[str, str], tuple[str, ...]]:
+    """Split ``body`` (``label`` after its flags) at attribute keys; drop the Secondary Actions
+    clause from the label.
+
+    A key that repeats can only be text inside the value before it, so it is folded back there.
+    """
+    segments = _ATTRIBUTE_BREAK(body)
+    head = segments[0]
+    key = head.partition(":")[0]
+    after = head[len(key) + 1 : len(key) + 2]
+    if key in _KEYS and head[len(key) : len(key) + 1] == ":" and (not after or after.isspace()):
+        first = 0
+    elif len(segments) == 1:
+        return label, {}, ()
+    else:
+        first = 1  # segments[0] is the title
+    attributes: dict[str, str] = {}
     actions: tuple[str, ...] = ()
-    keep = [True] * len(segments)  # False for the segments of the Secondary Actions clause
-    cut = False
+    cut: list[int] = []  # segments that make up the Secondary Actions clause
     previous = ""
-    for at, key in enumerate(keys):
+    for at in range(first, len(segments)):
         segment = segments[at]
+        key = segment.partition(":")[0]
         if key == SECONDARY_ACTIONS and not cut:
             value = segment[len(key) + 2 :]
             actions = tuple(value.split(", ")) if value else ()
-            keep[at] = False
-            cut = True
+            cut.append(at)
         elif key in attributes or key == SECONDARY_ACTIONS:
             if previous == SECONDARY_ACTIONS:
                 actions += tuple(segment.split(", "))
-                keep[at] = False
+                cut.append(at)
             else:
                 attributes[previous] += ", " + segment
             continue
@@ -146,11 +161,9 @@ def _attributes(role: str, source: str, label: str, states: tuple[str, ...], bod
             attributes[key] = segment[len(key) + 2 :]
         previous = key
     if cut:
-        kept = list(compress(segments, keep))
-        if pieces[0]:
-            kept.insert(0, title)
-        label = (label[: len(label) - len(body)] + ", ".join(kept)).strip()
-    return role, source, label, states, attributes, actions
+        kept = ", ".join([text for at, text in enumerate(segments) if at not in cut])
+        label = (label[: len(label) - len(body)] + kept).strip()
+    return label, attributes, actions
 
 
 def identity(line: str) -> tuple[str, int | None] | None:
