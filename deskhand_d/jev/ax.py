@@ -1,10 +1,11 @@
 """Accessibility-tree text -> :class:`Tree`, and what Jev mode derives from a tree. Pure.
 
-What this owns: :func:`parse` (Sky's ``get_app_state`` / action-result text into elements,
-focus and identity), :func:`select_candidates` (which elements Jev may choose from, ranked),
-:func:`build_context`, :func:`visible_texts` and :func:`summarize_action` (the short texts sent
-to Jev as context and history), and :func:`find`. The per-element grammar (roles, flags,
-attributes) lives in :mod:`.axgrammar`.
+What this owns: :class:`Tree`, :func:`parse` (Sky's ``get_app_state`` / action-result text
+into elements, focus and identity), :func:`select_candidates` (which elements Jev may choose
+from, ranked), :func:`build_context`, :func:`visible_texts` and :func:`summarize_action` (the
+short texts sent to Jev as context and history), and :func:`find`. The reading itself lives in
+:mod:`.axread`, the per-element grammar (roles, flags, attributes) in :mod:`.axgrammar` and
+:mod:`.axroles`, the candidate rules in :mod:`.axselect`.
 
 Layout: optional banner, ``<app_state>`` tags and app-instructions block; the ``App=`` line
 (either form) and ``Window:`` line; element lines ``<indent><index> <rest>``; then optionally

@@ -1,23 +1,22 @@
 """Sky's accessibility-text grammar, one line (or one element) at a time. Pure.
 
-What this owns: the role tables (multi-word roles, zh-Hans role descriptions mapped to English,
-aliases), the attribute keys, :func:`split_rest` (the text after an element's index -> role,
-label, states, attributes, secondary actions), and the line shapes :mod:`.ax` needs: which
-lines look like elements, which end a tree, the focus footer, the ``App=`` and ``Window:``
-lines, and depth levels for space-indented trees. :mod:`.ax` puts lines together into a tree
-(contiguity, continuation lines, header checks).
+What this owns: the attribute keys, :func:`split_rest` (the text after an element's index ->
+role, label, states, attributes, secondary actions), and the line shapes :mod:`.axread` needs:
+which lines look like elements, which end a tree, the focus footer, the ``App=`` and
+``Window:`` lines, and depth levels for space-indented trees. The role tables and the role
+rules live in :mod:`.axroles` (re-exported here); :mod:`.axread` puts lines together into a
+tree (contiguity, continuation lines, header checks).
 
-Roles: the rest of a line starts with a known multi-word role when it equals one or continues
-with a space after it (longest first); otherwise the first word is the role, unknown words
-(``outline``, ``AXWebArea``, a localised word with no table entry) included. Sky leaves the
-role out when the role description is empty, so the role is empty (``""``) when the rest
-starts with flags ``(…)`` or an attribute key (``Description: …``), when its first word ends
-with a comma (a title followed by attributes), and for every child of a ``menu bar`` (Sky
-prints menu titles bare: ``32 Calculator``).
+Roles: see :mod:`.axroles`; every child of a ``menu bar`` has the empty role (Sky prints menu
+titles bare: ``32 Calculator``), which :func:`split_rest` gives with ``in_menu_bar``.
 
 Label: the rest minus the role, trimmed, minus the ``Secondary Actions`` clause (wherever it
 sits: Sky sometimes prints ``URL`` after it). Flags, ``Description:``, ``Value:`` and the other
 attributes stay in the label as written; they are also parsed into ``attributes``.
+
+Speed: one regular-expression split per line with attributes finds every key and its value;
+the key-by-key walk (:func:`_attributes`) runs only for a repeated key, a Secondary Actions
+clause or an empty value written as ``Value:`` right before the next key.
 """
 
 from __future__ import annotations
@@ -95,7 +94,7 @@ def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
             label = label.lstrip()
     states: tuple[str, ...] = ()
     body = label
-    if label[:1] == "(":
+    if "(" in label and label[:1] == "(":  # "in" first: it allocates nothing
         flags_end = label.find(")") + 1
         if flags_end:
             states = _states(label[1 : flags_end - 1])

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import accumulate, compress, count, islice
+from itertools import accumulate, compress, count, islice, repeat
 from operator import attrgetter, lt, not_
 from typing import Final
 
@@ -128,25 +128,24 @@ def _score_labels(
             if hot_goal and any(phrase in label for phrase in _HOT):
                 scores[at] += 6
         return
-    # the k-th label of the group spans starts[k] up to starts[k + 1] - 1 (its "\n")
-    starts = list(accumulate([len(labels[at]) + 1 for at in group], initial=0))
+    # the k-th label of the group ends where the next one starts, at ends[k] (after its "\n")
+    ends = list(accumulate([len(labels[at]) + 1 for at in group]))
     for needle, points in needles:
-        for k in _holding(low, needle, starts):
+        for k in _holding(low, needle, ends):
             scores[group[k]] += points
     if hot_goal:
         hot: set[int] = set()
         for phrase in _HOT:
-            hot.update(_holding(low, phrase, starts))
+            hot.update(_holding(low, phrase, ends))
         for k in hot:
             scores[group[k]] += 6
 
 
-def _holding(low: str, needle: str, starts: list[int]) -> list[int]:
+def _holding(low: str, needle: str, ends: list[int]) -> set[int]:
     """The labels (by number) of the joined text ``low`` that contain ``needle``."""
-    found: list[int] = []
-    at = low.find(needle)
-    while at >= 0:
-        label = bisect_right(starts, at) - 1
-        found.append(label)
-        at = low.find(needle, starts[label + 1])
-    return found
+    pieces = low.split(needle)  # one C pass; the first hit of each label is among the splits
+    if len(pieces) == 1:
+        return set()
+    size = len(needle)
+    hits = accumulate([len(piece) + size for piece in pieces[1:-1]], initial=len(pieces[0]))
+    return set(map(bisect_right, repeat(ends), hits))
