@@ -97,6 +97,18 @@ def buttons(tree: str) -> tuple[int, int]:
     return int(digit.group(1)), int(clear.group(1))
 
 
+async def timed_ping(ws: WebSocketConnection, rid: int) -> int:
+    """One ``ping`` round trip (send, receive, parse, check the id), in nanoseconds."""
+    request = json.dumps({"op": "ping", "id": rid, "data": "bench"})
+    started = time.perf_counter_ns()
+    await ws.send_message(request)
+    reply = json.loads(await ws.get_message())
+    elapsed = time.perf_counter_ns() - started
+    if reply.get("id") != rid:
+        raise RuntimeError(f"ping: unexpected reply {str(reply)[:500]}")
+    return elapsed
+
+
 # ----- the daemon side -------------------------------------------------------------------------
 
 
@@ -135,14 +147,7 @@ class DaemonClient:
     async def ping(self) -> int:
         rid = self.next_id
         self.next_id += 1
-        request = json.dumps({"op": "ping", "id": rid, "data": "bench"})
-        started = time.perf_counter_ns()
-        await self.ws.send_message(request)
-        reply = json.loads(await self.ws.get_message())
-        elapsed = time.perf_counter_ns() - started
-        if reply.get("id") != rid:
-            raise RuntimeError(f"ping: unexpected reply {str(reply)[:500]}")
-        return elapsed
+        return await timed_ping(self.ws, rid)
 
     async def click(self) -> int:
         """One timed click round trip (ns). A reply without a state_id is followed by an

@@ -47,7 +47,7 @@ from trio_websocket import wrap_client_stream
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ax_parse import measure_ax_parse
 from backend_call import measure_tools_call
-from native_click import measure_native_click, wait_connectable
+from native_click import measure_native_click, timed_ping, wait_connectable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -126,14 +126,7 @@ class PingConn:
         """One round trip; returns its duration in nanoseconds."""
         rid = self.next_id
         self.next_id += 1
-        request = json.dumps({"op": "ping", "id": rid, "data": "bench"})
-        started = time.perf_counter_ns()
-        await self.ws.send_message(request)
-        reply = json.loads(await self.ws.get_message())
-        elapsed = time.perf_counter_ns() - started
-        if reply["id"] != rid:
-            raise AssertionError(f"reply {reply!r} does not answer id {rid}")
-        return elapsed
+        return await timed_ping(self.ws, rid)
 
 
 async def _ping_both(daemon_sock: Path, echo_sock: Path) -> dict[str, list[int]]:
