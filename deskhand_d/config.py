@@ -32,12 +32,13 @@ class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     shutdown_grace_s: Annotated[float, msgspec.Meta(gt=0, le=60)] = 5.0
 
 
-BackendKind = Literal["auto", "sky", "sim", "command"]
+BackendKind = Literal["auto", "sky", "atspi", "sim", "command"]
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     kind: BackendKind = "auto"
-    """Which computer-use backend to run (``auto``: Sky on macOS when found, else the simulator)."""
+    """Which computer-use backend to run (``auto``: Sky on macOS when found, AT-SPI on Linux when
+    a desktop session with an accessibility bus is reachable, else the simulator)."""
     command: list[str] = msgspec.field(default_factory=list)
     """argv of an MCP stdio server, for ``kind = "command"``."""
     cwd: str = ""

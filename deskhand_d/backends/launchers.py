@@ -1,11 +1,14 @@
-"""Which backend process to start, and how: ``sky``, ``sim``, ``command`` and ``auto``.
+"""Which backend process to start, and how: ``sky``, ``atspi``, ``sim``, ``command``, ``auto``.
 
 Pure apart from looking at the file system. Sky needs care (see the Sky protocol notes):
 ``SkyComputerUseClient mcp`` only accepts tool calls when its parent process is signed by
 OpenAI, so it is started behind a signed ``codex`` as a jump host
 (``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``), from
-``$CODEX_HOME/computer-use`` when that exists. Every backend gets the daemon's environment minus
-``TYPESAFE_API_KEY`` and any other configured secret: a backend has no business with them.
+``$CODEX_HOME/computer-use`` when that exists. ``auto`` picks Sky on macOS and the AT-SPI
+server on Linux when :func:`.a11ybus.probe` finds a session with an accessibility bus, and
+otherwise the simulator, with a notice that says why. Every backend gets the daemon's
+environment minus ``TYPESAFE_API_KEY`` and any other configured secret: a backend has no
+business with them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from deskhand_d.backends import a11ybus
 from deskhand_d.config import BackendConfig
 from deskhand_d.errors import BackendUnavailable
 from deskhand_d.mcp.connection import LaunchSpec
@@ -135,6 +139,18 @@ def sim_spec(
     )
 
 
+def atspi_spec(
+    cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
+) -> LaunchSpec:
+    return LaunchSpec(
+        kind="atspi",
+        argv=(sys.executable, "-m", "deskhand_d.backends.atspi"),
+        env=child_env(env, secrets),
+        cwd=cfg.cwd or None,
+        notice=notice,
+    )
+
+
 def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
     argv = tuple(cfg.command)
     if not argv or not all(isinstance(a, str) and a for a in argv):
@@ -152,10 +168,13 @@ def resolve(
     secrets: Sequence[str] = (),
     *,
     platform: str = sys.platform,
+    probe: Callable[[Mapping[str, str]], a11ybus.Probe] = a11ybus.probe,
 ) -> LaunchSpec:
     """The launch spec for the configured backend kind."""
     if cfg.kind == "sky":
         return sky_spec(cfg, env, secrets)
+    if cfg.kind == "atspi":
+        return atspi_spec(cfg, env, secrets)
     if cfg.kind == "sim":
         return sim_spec(cfg, env, secrets)
     if cfg.kind == "command":
@@ -166,6 +185,11 @@ def resolve(
         except BackendUnavailable as exc:
             why = exc.message
         return sim_spec(cfg, env, secrets, notice=f"using the simulated desktop: {why}")
+    if platform.startswith("linux"):
+        found = probe(env)
+        if found.usable:
+            return atspi_spec(cfg, env, secrets, notice=f"using AT-SPI: {found.why}")
+        return sim_spec(cfg, env, secrets, notice=f"using the simulated desktop: {found.why}")
     return sim_spec(
         cfg,
         env,

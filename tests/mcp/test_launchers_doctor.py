@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import shutil
 import stat
+import subprocess
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from deskhand_d import config
-from deskhand_d.backends import doctor, launchers, surface
+from deskhand_d.backends import a11ybus, doctor, launchers, surface
 from deskhand_d.errors import BackendUnavailable
 
 
@@ -56,10 +60,49 @@ def test_secrets_never_reach_the_backend() -> None:
     assert spec.env == {"PATH": "/bin", "HOME": "/h"}
 
 
-def test_auto_picks_sim_off_macos_with_a_notice() -> None:
-    """auto on Linux (for now) is the simulator, and says why."""
+def test_auto_on_linux_without_a_session_bus_is_the_simulator_with_the_reason() -> None:
+    """auto on Linux with no session bus in the environment runs the simulator, and says why."""
     spec = launchers.resolve(_cfg(), {}, platform="linux")
-    assert spec.kind == "sim" and "simulated" in spec.notice
+    assert spec.kind == "sim"
+    assert "simulated" in spec.notice and "DBUS_SESSION_BUS_ADDRESS" in spec.notice
+
+
+def test_auto_on_linux_with_a_desktop_is_atspi() -> None:
+    """When the probe finds an accessibility bus, auto starts the AT-SPI server instead."""
+    seen: list[dict[str, str]] = []
+
+    def found(env: Mapping[str, str]) -> a11ybus.Probe:
+        seen.append(dict(env))
+        return a11ybus.Probe(True, "both buses answer.")
+
+    env = {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x", "TYPESAFE_API_KEY": "sk"}
+    spec = launchers.resolve(_cfg(), env, platform="linux", probe=found)
+    assert spec.kind == "atspi" and spec.argv == (sys.executable, "-m", "deskhand_d.backends.atspi")
+    assert spec.notice == "using AT-SPI: both buses answer."
+    assert "TYPESAFE_API_KEY" not in spec.env and seen and seen[0] == env
+    missing = launchers.resolve(
+        _cfg(), env, platform="linux", probe=lambda _: a11ybus.Probe(False, "no bus here.")
+    )
+    assert missing.kind == "sim" and missing.notice.endswith("no bus here.")
+    # an explicit kind is never probed
+    assert launchers.resolve(_cfg(DESKHAND_BACKEND="atspi"), {}).kind == "atspi"
+    assert launchers.resolve(_cfg(), {}, platform="freebsd").kind == "sim"
+
+
+def test_probe_names_what_is_missing(tmp_path: Path) -> None:
+    """The real probe: no session bus, a session bus that is not there, a bus address file
+    that nothing listens on. Each answer is unusable and says which part failed."""
+    assert "DBUS_SESSION_BUS_ADDRESS" in a11ybus.probe({}).why
+    dead = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path}/none"}, 0.5)
+    assert not dead.usable and "session bus does not answer" in dead.why
+    a11y = a11ybus.probe(
+        {
+            "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path}/none",
+            "AT_SPI_BUS_ADDRESS": f"unix:path={tmp_path}/a11y",
+        },
+        0.5,
+    )
+    assert not a11y.usable and "accessibility bus does not accept" in a11y.why
 
 
 def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> None:
@@ -146,3 +189,54 @@ def test_known_failures_have_one_remedy_each(text: str, code: str) -> None:
     (found,) = doctor.findings(["unrelated noise", text])
     assert found.code == code and found.remedy and "\n" not in found.remedy
     assert doctor.findings(["all good"]) == []
+
+
+_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:dir={dir}</listen>
+  {services}
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+@contextmanager
+def _private_bus(tmp_path: Path, services: str) -> Iterator[str]:
+    """A private session bus (its own dbus-daemon) and its address."""
+    tmp_path.mkdir()
+    conf = tmp_path / "bus.conf"
+    conf.write_text(_BUS_CONFIG.format(dir=tmp_path, services=services))
+    proc = subprocess.Popen(
+        ["dbus-daemon", f"--config-file={conf}", "--print-address=1", "--nofork"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.mark.skipif(shutil.which("dbus-daemon") is None, reason="needs dbus-daemon")
+def test_probe_against_real_buses(tmp_path: Path) -> None:
+    """A bus without the accessibility service is refused by name; with the system's service
+    files (at-spi2-core's org.a11y.Bus) the accessibility bus is started on demand and usable."""
+    with _private_bus(tmp_path / "bare", "") as address:
+        bare = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": address}, 2.0)
+    assert not bare.usable and "no accessibility bus" in bare.why
+    if not Path("/usr/share/dbus-1/services/org.a11y.Bus.service").exists():
+        return  # at-spi2-core is not installed: the rest needs it
+    with _private_bus(tmp_path / "a11y", "<standard_session_servicedirs/>") as address:
+        found = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": address}, 5.0)
+    assert found.usable, found.why
