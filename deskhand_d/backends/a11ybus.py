@@ -28,8 +28,8 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
     """Is a session bus with a reachable accessibility bus present in ``env``?"""
     try:
         from jeepney import DBusAddress, new_method_call
-        from jeepney.wrappers import unwrap_msg
         from jeepney.io.blocking import open_dbus_connection
+        from jeepney.wrappers import unwrap_msg
     except ImportError:  # jeepney is a Linux-only dependency
         return Probe(False, "jeepney is not installed, so the accessibility bus cannot be reached.")
     session = env.get("DBUS_SESSION_BUS_ADDRESS", "")
