@@ -93,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         from deskhandctl.offline import run_offline
 
         return run_offline(args)
+    if args.command == "demo":  # runs its own daemon (and desktop) from start to finish
+        from deskhandctl.demo import run_demo
+
+        return run_demo(args)
     if args.command.startswith("trace "):
         from deskhandctl.tracecmd import run_trace
 

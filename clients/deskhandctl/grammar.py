@@ -26,6 +26,7 @@ from deskhandctl.argshapes import (
 )
 from deskhandctl.argspec import DEFAULT_TIMEOUT_S, DESKTOP_TIMEOUT_S, Command, Option, Param
 from deskhandctl.hints import APPS_HINT, GRANTS_HINT, RUN_HINT
+from deskhandctl.localgrammar import LOCAL_COMMANDS
 
 __all__ = [
     "APPS_HINT",
@@ -290,64 +291,7 @@ COMMANDS: dict[str, Command] = {
             check=verify_pair,
             hint=RUN_HINT,
         ),
-        Command(
-            "ax",
-            "work with accessibility-tree text offline",
-            subcommands=(
-                Command(
-                    "parse",
-                    "parse a tree from a file and show its elements, focus and Jev's candidates",
-                    "",
-                    (
-                        Param("FILE", "file", "the tree text ('-' for stdin)", local=True),
-                        Param(
-                            "--goal",
-                            "goal",
-                            "rank candidates for this goal",
-                            metavar="GOAL",
-                            local=True,
-                        ),
-                    ),
-                    offline=True,
-                ),
-            ),
-        ),
-        Command(
-            "trace",
-            "read Jev run traces offline",
-            subcommands=(
-                Command("list", "list the trace files, newest first", "", offline=True),
-                Command(
-                    "show",
-                    "show a trace as a per-step timeline",
-                    "",
-                    (Param("PATH", "path", "the trace file", local=True),),
-                    offline=True,
-                ),
-                Command(
-                    "analyze",
-                    "find the first step where the run went wrong, and whether it is complete",
-                    "",
-                    (Param("PATH", "path", "the trace file", local=True),),
-                    offline=True,
-                ),
-            ),
-        ),
-        Command(
-            "eval",
-            "run the built-in Jev cases against the real, paid API (needs --live)",
-            "",
-            (
-                Param(
-                    "--live",
-                    "live",
-                    "really send the cases to the Jev API",
-                    switch=True,
-                    local=True,
-                ),
-            ),
-            offline=True,
-        ),
+        *LOCAL_COMMANDS,
         Command(
             "grants",
             "show, revoke or restore the apps you have always allowed",

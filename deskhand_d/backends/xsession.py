@@ -1,0 +1,268 @@
+"""A private Linux desktop: its own session bus, Xvfb, the accessibility bus and real apps.
+
+What this owns: bringing up one throw-away graphical session that touches nothing outside its
+own temporary directory, and tearing every process of it down again by PID.
+
+* ``dbus-daemon --session`` listening on a socket inside the temporary directory (its own
+  address, never the machine's session bus);
+* ``Xvfb`` on a display it picks itself (``-displayfd``), so parallel runs do not collide;
+* ``at-spi-bus-launcher --launch-immediately`` (the accessibility bus; the registry daemon is
+  D-Bus-activated on that bus the first time a client asks for it);
+* GSettings on the keyfile backend under a private ``XDG_CONFIG_HOME`` (no dconf, and
+  gnome-calculator's currency refresh switched off so it never reaches for the network);
+* apps on demand (:meth:`Desktop.launch`).
+
+Teardown: every process started here, and everything started on their behalf (the a11y bus
+daemon, the registry, apps launched by a backend under test), carries a marker variable in its
+environment. :meth:`Desktop.close` terminates the PIDs it started, then sweeps ``/proc`` for any
+process still carrying the marker and ends those by PID too.
+
+Used by ``deskhandctl demo`` when no desktop is present, and by the tests (through
+``tests/dhtest/desktop.py``) to run real apps under Xvfb. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+MARKER = "DESKHAND_PRIVATE_DESKTOP"
+BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
+REQUIRED = ("dbus-daemon", "Xvfb", BUS_LAUNCHER)
+APPS = {"gnome-calculator": "gnome-calculator", "galculator": "galculator"}
+_KEYFILE = "[org/gnome/calculator]\nrefresh-interval=0\n"
+
+
+class DesktopUnavailable(RuntimeError):
+    """A binary the private desktop needs is missing, or a part of it did not start."""
+
+
+def missing_binaries(extra: tuple[str, ...] = ()) -> list[str]:
+    """The required programs (plus ``extra``) that are not installed."""
+    out = []
+    for name in (*REQUIRED, *extra):
+        found = os.access(name, os.X_OK) if name.startswith("/") else shutil.which(name)
+        if not found:
+            out.append(name)
+    return out
+
+
+class Desktop:
+    """One private session. Start it with :func:`private_desktop` or :func:`start_desktop`."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root = root
+        self.env = env
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.apps: dict[str, subprocess.Popen[bytes]] = {}
+
+    @property
+    def display(self) -> str:
+        return self.env["DISPLAY"]
+
+    def log(self, name: str) -> Path:
+        return self.root / f"{name}.log"
+
+    def spawn(self, argv: list[str], name: str, **kw: object) -> subprocess.Popen[bytes]:
+        """Start a process in this session, its output going to ``<root>/<name>.log``."""
+        with open(self.log(name), "ab") as log:
+            proc = subprocess.Popen(  # type: ignore[call-overload]
+                argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=kw.pop("stdout", log),
+                stderr=log,
+                **kw,
+            )
+        self.procs.append(proc)
+        return proc  # type: ignore[no-any-return]
+
+    def launch(self, app: str) -> subprocess.Popen[bytes]:
+        """Start ``app`` (``gnome-calculator`` or ``galculator``) unless it already runs."""
+        running = self.apps.get(app)
+        if running is not None and running.poll() is None:
+            return running
+        argv = [APPS.get(app, app)]
+        if not shutil.which(argv[0]):
+            raise DesktopUnavailable(f"{argv[0]} is not installed")
+        proc = self.spawn(argv, app)
+        self.apps[app] = proc
+        return proc
+
+    def stop_app(self, app: str) -> None:
+        proc = self.apps.pop(app, None)
+        if proc is not None:
+            _end([proc.pid])
+            _reap(proc)
+
+    def close(self) -> None:
+        """End every process of this session by PID, then remove the temporary directory."""
+        _end([p.pid for p in reversed(self.procs) if p.poll() is None])
+        for proc in self.procs:
+            _reap(proc)
+        _end(marked_pids(self.env[MARKER]))
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _end(pids: list[int], grace: float = 3.0) -> None:
+    """SIGTERM each PID, give them ``grace`` seconds, then SIGKILL whatever is left."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _alive(p)]
+        if alive:
+            time.sleep(0.02)
+    for pid in alive:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    if state == "Z":  # a zombie child of ours: reap it so it stops counting
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return False
+    return True
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
+
+
+def marked_pids(marker: str) -> list[int]:
+    """PIDs of processes whose environment carries ``MARKER=marker`` (never our own)."""
+    needle = f"{MARKER}={marker}".encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except OSError:
+            continue
+        if needle in environ:
+            out.append(int(entry))
+    return out
+
+
+def _base_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in base.items()
+        if k not in ("NO_AT_BRIDGE", "GTK_A11Y", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
+        and not k.startswith(("AT_SPI_", MARKER))
+    }
+    run = root / "run"
+    run.mkdir(mode=0o700)
+    config = root / "config"
+    settings = config / "glib-2.0" / "settings"
+    settings.mkdir(parents=True)
+    (settings / "keyfile").write_text(_KEYFILE)
+    env.update(
+        {
+            MARKER: str(root),
+            "XDG_RUNTIME_DIR": str(run),
+            "XDG_CONFIG_HOME": str(config),
+            "XDG_CACHE_HOME": str(root / "cache"),
+            "GSETTINGS_BACKEND": "keyfile",
+            "GDK_BACKEND": "x11",
+        }
+    )
+    return env
+
+
+def start_desktop(
+    *, apps: tuple[str, ...] = (), size: str = "1280x900x24", base: Mapping[str, str] | None = None
+) -> Desktop:
+    """Bring a private session up (and ``apps`` in it); the caller must :meth:`~Desktop.close`."""
+    missing = missing_binaries()
+    if missing:
+        raise DesktopUnavailable(f"missing: {', '.join(missing)}")
+    root = Path(tempfile.mkdtemp(prefix="dhdesk", dir="/tmp"))
+    desk = Desktop(root, _base_env(root, os.environ if base is None else base))
+    try:
+        _start_bus(desk)
+        _start_x(desk, size)
+        desk.spawn([BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
+        for app in apps:
+            desk.launch(app)
+    except BaseException:
+        desk.close()
+        raise
+    return desk
+
+
+def _start_bus(desk: Desktop) -> None:
+    address = f"unix:path={desk.root / 'bus'}"
+    bus = desk.spawn(
+        ["dbus-daemon", "--session", "--nofork", f"--address={address}", "--print-address=1"],
+        "dbus",
+        stdout=subprocess.PIPE,
+    )
+    assert bus.stdout is not None
+    line = bus.stdout.readline().decode().strip()
+    bus.stdout.close()
+    if not line:
+        raise DesktopUnavailable(f"dbus-daemon did not start: {desk.log('dbus').read_text()}")
+    desk.env["DBUS_SESSION_BUS_ADDRESS"] = line
+
+
+def _start_x(desk: Desktop, size: str) -> None:
+    read, write = os.pipe()
+    try:
+        desk.spawn(
+            ["Xvfb", "-displayfd", str(write), "-screen", "0", size, "-nolisten", "tcp"],
+            "xvfb",
+            pass_fds=(write,),
+        )
+    finally:
+        os.close(write)
+    try:
+        number = b""
+        deadline = time.monotonic() + 20
+        while not number.endswith(b"\n") and time.monotonic() < deadline:
+            chunk = os.read(read, 16)
+            if not chunk:
+                break
+            number += chunk
+    finally:
+        os.close(read)
+    if not number.strip():
+        raise DesktopUnavailable(f"Xvfb did not start: {desk.log('xvfb').read_text()}")
+    desk.env["DISPLAY"] = ":" + number.decode().strip()
+
+
+@contextmanager
+def private_desktop(*, apps: tuple[str, ...] = (), size: str = "1280x900x24") -> Iterator[Desktop]:
+    """A private session for the duration of the ``with`` block."""
+    desk = start_desktop(apps=apps, size=size)
+    try:
+        yield desk
+    finally:
+        desk.close()
