@@ -90,6 +90,8 @@ def run(session: Session, args: Args) -> int:
     if name == "observe":
         return _observe(args, result)
     code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
+    if result.get("screenshot"):  # an action's screenshot: observe --screenshot saves one
+        result = {**result, "screenshot": None}
     _show(args, result, lambda r: render.result(name, r))
     return code
 

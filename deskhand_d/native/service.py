@@ -238,11 +238,15 @@ class NativeService(Gates):
         if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
             # Coordinates always need a get_app_state screenshot, so this state has none.
             new_state = self._mint(session, app, info, has_screenshot=False, action_returned=True)
+        image = out.images[0] if out.images else None
+        shot = image.decode() if image is not None else None  # shown to the caller, no more
         return Outcome(
             text=out.text,
             delivery="dispatched",
             ok=not out.is_error,
             state_id=new_state,
+            screenshot=shot,
+            screenshot_mime=image.mime_type if image is not None and shot is not None else "",
             approval_reason=res.approval_reason,
         )
 

@@ -130,7 +130,8 @@ class ActionDone(_Result, tag="action", frozen=True):
 
     ``ok`` is False when the backend reported an error for the action (``text`` says what).
     When the backend's reply was a complete tree of the same app, ``state_id`` is a new
-    action-returned stateId (not for coordinate actions: it carries no screenshot).
+    action-returned stateId (not for coordinate actions: it carries no screenshot). A
+    screenshot the backend sent with its answer is passed on for people and planners to see.
     """
 
     app: str
@@ -139,6 +140,8 @@ class ActionDone(_Result, tag="action", frozen=True):
     ok: bool
     text: str
     state_id: str | None = None
+    screenshot: bytes | None = None
+    screenshot_mime: str = ""
     approval_reason: str | None = None
 
 

@@ -171,6 +171,8 @@ async def action(conn: Connection, req: Action) -> ResultBody:
         ok=out.ok,
         text=out.text,
         state_id=out.state_id,
+        screenshot=out.screenshot,
+        screenshot_mime=out.screenshot_mime,
         approval_reason=out.approval_reason,
     )
 

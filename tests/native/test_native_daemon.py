@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import threading
@@ -229,3 +230,18 @@ def test_sessions_hammering_never_overlap_backend_calls(desk_factory: Any) -> No
     assert errors == [] and sum(counts) == 8 * 16
     calls = desk.calls()
     assert len(calls) == 8 * 16 and max(c["in_flight"] for c in calls) == 1
+
+
+def test_an_action_passes_on_the_backends_screenshot(desk_factory: Any) -> None:
+    """A click the backend answers with a tree and a screenshot reaches the caller with both;
+    the action-returned stateId still counts as one without a screenshot (Sky's rule)."""
+    desk = desk_factory({"preapproved": ["Calculator"]})
+    c = desk.client()
+    sid = c.call("get_app_state", app="Calculator")["result"]["state_id"]
+    r = c.call("click", app="Calculator", state_id=sid, element_index=15)["result"]
+    assert r["ok"] is True and r["screenshot_mime"] == "image/jpeg"
+    assert base64.b64decode(r["screenshot"]).startswith(b"\xff\xd8\xff")
+    refused = c.call("click", app="Calculator", state_id=r["state_id"], x=10, y=10)
+    assert refused["error"]["code"] == "coordinates_need_screenshot"
+    keyed = c.call("press_key", app="Calculator", state_id=sid, key="1")
+    assert keyed["error"]["code"] == "state_consumed"
