@@ -72,6 +72,9 @@ MULTI_WORD_ROLES: Final = (
     "tab group",
     "menu button",
     "HTML 内容",
+    # written by Deskhand's AT-SPI backend (Linux)
+    "progress indicator",
+    "level indicator",
 )
 
 # Source role -> the role Deskhand reasons about. Unknown roles pass through unchanged.

@@ -304,6 +304,9 @@ def test_space_indentation_counts_levels() -> None:
         ("full screen button Help: zoom", "full screen button", "full screen button", "Help: zoom"),
         ("pop up button Format", "pop up button", "pop up button", "Format"),
         ("HTML content Description: page", "HTML content", "HTML content", "Description: page"),
+        # written by the AT-SPI backend on Linux
+        ("progress indicator Value: 40", "progress indicator", "progress indicator", "Value: 40"),
+        ("level indicator Battery", "level indicator", "level indicator", "Battery"),
         # zh-Hans role descriptions
         ("标准窗口 计算器", "standard window", "标准窗口", "计算器"),
         ("分离组", "split group", "分离组", ""),
