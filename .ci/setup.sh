@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install everything Deskhand needs on a fresh Debian machine: system packages and the venv.
+# Install everything Deskhand needs on a fresh Debian machine: system packages, the venv, the
+# Linux desktop stack for the AT-SPI backend, and Node 22 for the pi extension.
 # Idempotent: a second run only checks. Used by the README's two commands and by CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,3 +44,10 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
   touch "$stamp"
 fi
+
+# Linux: the desktop stack for the AT-SPI backend, its tests and the demo (Xvfb, the buses,
+# gnome-calculator, galculator). Everywhere: Node 22 and the pi extension's packages.
+if [ "$(uname -s)" = Linux ]; then
+  bash .ci/setup-desktop.sh
+fi
+bash .ci/setup-node.sh

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Install what the Linux AT-SPI backend, its tests and the demo need on Debian/Ubuntu: a virtual
+# X server, the session and accessibility buses, a GTK 4 and a GTK 3 test app, Debian's libatspi
+# through python3-gi (the reference client for benchmarks) and OCR to read screenshots back in
+# tests. Idempotent: it installs only what is missing, so a second run needs no network.
+set -euo pipefail
+
+packages=(
+  xvfb xauth                     # the virtual display
+  dbus dbus-bin dbus-daemon      # private session buses
+  at-spi2-core libatk-adaptor    # a11y bus launcher + registry; GTK 3's bridge to it
+  gnome-calculator               # GTK 4 test app
+  galculator                     # GTK 3 test app
+  python3-gi gir1.2-atspi-2.0    # libatspi through GI: reference dumps, never in the daemon
+  xdotool x11-utils              # optional: poking at the display by hand (xdotool, xwininfo)
+  tesseract-ocr                  # reads the demo's screenshot back in its test (does it show 13?)
+)
+
+missing=()
+for pkg in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [ "$status" = "install ok installed" ] || missing+=("$pkg")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "setup-desktop: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "setup-desktop: installing ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup-desktop: done"

@@ -1,0 +1,257 @@
+"""What each action tool does to a live application, given the element it names.
+
+What this owns: the AT-SPI and X11 side of ``click``, ``perform_secondary_action``,
+``set_value``, ``select_text``, ``scroll``, ``drag``, ``press_key`` and ``type_text``, and the
+pure helpers behind them (finding the text to select, picking the scroll bar a scroll moves).
+Failures are raised as :class:`ToolError` carrying the exact text the client receives.
+
+Clicks by index press the element through its Action interface (its press-like action, see
+:func:`~.roles.primary_action`); an element without one, or a right or middle click, is clicked
+at its centre through XTest. Everything keyboard and coordinate based goes through XTest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..sim import texts
+from . import roles
+from .apps import WINDOW_COORDS, extents
+from .bus import Bus, BusError, BusTimeout, CallFailed, Gone
+from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref
+from .roles import Role, State
+from .screen import Screen, ScreenUnavailable, centre, to_screen
+
+DIRECTIONS = ("up", "down", "left", "right")
+SELECTIONS = ("text", "cursor_before", "cursor_after")
+
+
+class ToolError(Exception):
+    """Ends a tool call with ``text`` as an ``isError`` result."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def x11_unavailable(why: str) -> str:
+    return texts.server_error(-10005, f"X11 input and screenshots are unavailable: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where an action lands: the bus, the display, and the window's screen origin."""
+
+    bus: Bus
+    screen: Screen
+    origin: tuple[int, int]
+
+
+async def _x11(target: Target, what: str, *args: object) -> None:
+    """Run an :class:`~.x11.X11` method by name; bad input becomes ``invalidParameter``."""
+
+    def call(display: object) -> None:
+        getattr(display, what)(*args)
+
+    try:
+        await target.screen.run(call)
+    except ScreenUnavailable as exc:
+        raise ToolError(x11_unavailable(str(exc))) from None
+    except ValueError:
+        raise ToolError(texts.INVALID_PARAMETER) from None
+
+
+async def check_alive(bus: Bus, node: Node) -> None:
+    """The element still exists (its object answers and is not defunct), else stale."""
+    try:
+        (state,) = await bus.call(node.ref, "org.a11y.atspi.Accessible", "GetState")
+    except (Gone, CallFailed):
+        raise ToolError(texts.STALE_ELEMENT) from None
+    if roles.has(roles.states_from_words(state), State.DEFUNCT):
+        raise ToolError(texts.STALE_ELEMENT)
+
+
+async def _do_action(bus: Bus, ref: Ref, index: int) -> None:
+    try:
+        await bus.call(ref, ACTION, "DoAction", "i", (index,))
+    except (Gone, CallFailed):
+        raise ToolError(texts.STALE_ELEMENT) from None
+
+
+async def element_centre(target: Target, node: Node) -> tuple[float, float]:
+    try:
+        box = await extents(target.bus, node.ref, WINDOW_COORDS)
+    except BusError:
+        raise ToolError(texts.STALE_ELEMENT) from None
+    if box[2] <= 0 or box[3] <= 0:
+        raise ToolError(texts.server_error(-10005, "the element is not on screen"))
+    return to_screen(target.origin, *centre(box))
+
+
+async def click_element(target: Target, node: Node, button: str, count: int) -> None:
+    primary = roles.primary_action(node.actions)
+    if button == "left" and primary is not None:
+        for _ in range(count):
+            await _do_action(target.bus, node.ref, primary)
+        return
+    x, y = await element_centre(target, node)
+    await _x11(target, "click", x, y, button, count)
+
+
+async def click_point(target: Target, x: float, y: float, button: str, count: int) -> None:
+    sx, sy = to_screen(target.origin, x, y)
+    await _x11(target, "click", sx, sy, button, count)
+
+
+async def secondary_action(target: Target, node: Node, action: str, given: str) -> None:
+    if action not in node.actions:
+        raise ToolError(texts.bad_secondary_action(action, given))
+    await _do_action(target.bus, node.ref, node.actions.index(action))
+
+
+async def set_value(target: Target, node: Node, value: str) -> None:
+    if node.text_settable:
+        try:
+            (ok,) = await target.bus.call(node.ref, EDITABLE_TEXT, "SetTextContents", "s", (value,))
+        except (Gone, CallFailed):
+            raise ToolError(texts.STALE_ELEMENT) from None
+        if not ok:
+            raise ToolError(texts.NOT_SETTABLE)
+        return
+    if node.value_settable:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ToolError(texts.INVALID_PARAMETER) from None
+        try:
+            await target.bus.set(node.ref, VALUE, "CurrentValue", "d", number)
+        except (Gone, CallFailed):
+            raise ToolError(texts.STALE_ELEMENT) from None
+        return
+    raise ToolError(texts.NOT_SETTABLE)
+
+
+def find_text(whole: str, text: str, prefix: str = "", suffix: str = "") -> tuple[int, int] | None:
+    """Offsets of the first ``text`` in ``whole`` with ``prefix`` right before it and
+    ``suffix`` right after it. Pure."""
+    if not text:
+        return None
+    start = whole.find(text)
+    while start >= 0:
+        end = start + len(text)
+        before = whole[max(0, start - len(prefix)) : start]
+        if before == prefix and whole[end : end + len(suffix)] == suffix:
+            return start, end
+        start = whole.find(text, start + 1)
+    return None
+
+
+async def select_text(
+    target: Target, node: Node, text: str, prefix: str, suffix: str, selection: str
+) -> str | None:
+    """Select (or put the caret around) ``text``; returns the selected text, if any."""
+    if TEXT not in node.interfaces:
+        raise ToolError(texts.NO_TEXT_SELECTION)
+    bus = target.bus
+    try:
+        count = int(await bus.get(node.ref, TEXT, "CharacterCount"))
+        (whole,) = await bus.call(node.ref, TEXT, "GetText", "ii", (0, count))
+        found = find_text(str(whole), text, prefix, suffix)
+        if found is None:
+            raise ToolError(texts.TEXT_NOT_FOUND)
+        start, end = found
+        if selection == "text":
+            if not await _select_range(bus, node.ref, start, end):
+                raise ToolError(texts.NO_TEXT_SELECTION)
+            return text
+        offset = start if selection == "cursor_before" else end
+        (ok,) = await bus.call(node.ref, TEXT, "SetCaretOffset", "i", (offset,))
+        if not ok:
+            raise ToolError(texts.NO_TEXT_SELECTION)
+        return None
+    except Gone:
+        raise ToolError(texts.STALE_ELEMENT) from None
+    except CallFailed:
+        raise ToolError(texts.NO_TEXT_SELECTION) from None
+
+
+async def _select_range(bus: Bus, ref: Ref, start: int, end: int) -> bool:
+    """Make ``start..end`` the text's selection.
+
+    ``SetSelection`` replaces an existing first selection; with none, ``AddSelection`` makes
+    one. GTK 4.8 applies ``AddSelection`` but never answers it, so a silent one counts as done
+    when a selection exists afterwards.
+    """
+    try:
+        (ok,) = await bus.call(ref, TEXT, "SetSelection", "iii", (0, start, end))
+        if ok:
+            return True
+    except CallFailed:
+        pass
+    try:
+        (ok,) = await bus.call(ref, TEXT, "AddSelection", "ii", (start, end), limit=1.0)
+        return bool(ok)
+    except BusTimeout:
+        (count,) = await bus.call(ref, TEXT, "GetNSelections")
+        return int(count) > 0
+
+
+def scroll_bar_for(node: Node, direction: str) -> Node | None:
+    """The scroll bar a scroll of ``node`` in ``direction`` would move: the node itself if it
+    is one, else its first descendant scroll bar of the matching orientation. Pure."""
+    vertical = direction in ("up", "down")
+    want = State.VERTICAL if vertical else State.HORIZONTAL
+    for _, candidate, _ in node.walk():
+        is_bar = candidate.role == Role.SCROLL_BAR and VALUE in candidate.interfaces
+        if is_bar and (candidate.has(want) or candidate is node):
+            return candidate
+    return None
+
+
+async def scroll(target: Target, node: Node, direction: str, pages: float) -> None:
+    """The mouse wheel over the element; without X11, move its scroll bar's value."""
+    try:
+        x, y = await element_centre(target, node)
+        await _x11(target, "scroll", x, y, direction, pages)
+        return
+    except ToolError as exc:
+        bar = scroll_bar_for(node, direction)
+        if bar is None:
+            raise exc from None
+    bus = target.bus
+    try:
+        values = await bus.get_all(bar.ref, VALUE)
+        low, high = float(values["MinimumValue"]), float(values["MaximumValue"])
+        current = float(values["CurrentValue"])
+        step = (high - low) / 4 * pages
+        new = current - step if direction in ("up", "left") else current + step
+        await bus.set(bar.ref, VALUE, "CurrentValue", "d", min(high, max(low, new)))
+    except (Gone, CallFailed, KeyError):
+        raise ToolError(texts.STALE_ELEMENT) from None
+
+
+async def focus_window(bus: Bus, window: Ref) -> None:
+    """Ask the toolkit to give its window the keyboard focus before keys are sent (XTest
+    keys go wherever the X focus is). Best effort: some toolkits decline."""
+    try:
+        await bus.call(window, COMPONENT, "GrabFocus", limit=1.0)
+    except (BusError, BusTimeout):
+        pass
+
+
+async def keys(target: Target, key: str) -> None:
+    await _x11(target, "press_key", key)
+
+
+async def type_text(target: Target, text: str) -> None:
+    for char in text:
+        if char not in "\n\t\r" and (ord(char) < 32 or ord(char) == 127):
+            raise ToolError(texts.no_key_code(char))
+    await _x11(target, "type_text", text)
+
+
+async def drag(target: Target, points: Sequence[float]) -> None:
+    x1, y1 = to_screen(target.origin, points[0], points[1])
+    x2, y2 = to_screen(target.origin, points[2], points[3])
+    await _x11(target, "drag", x1, y1, x2, y2)

@@ -1,0 +1,185 @@
+"""Applications on the bus: who is running, which window is theirs, and starting them.
+
+What this owns: listing the applications registered with the AT-SPI registry (name, process,
+executable), choosing an application's window the way a person would see it (the active one,
+else the first visible one), the window's screen rectangle, and launching an installed app the
+way Sky does when ``get_app_state`` names one that is not running, then waiting until its
+window is there and has settled.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import trio
+
+from . import roles
+from .bus import REGISTRY, Bus, BusError, Gone, one_error
+from .catalog import Catalog, DesktopApp, RunningApp, Target, data_dirs, exe_of, scan_entries
+from .model import ACCESSIBLE, COMPONENT, Ref
+from .roles import State
+
+LAUNCH_TIMEOUT: Final = 20.0
+LAUNCH_SETTLE: Final = 1.0
+_POLL: Final = 0.2
+_SCREEN: Final = 0  # AtspiCoordType: screen
+WINDOW_COORDS: Final = 1  # AtspiCoordType: window
+
+
+async def running_apps(bus: Bus) -> list[RunningApp]:
+    """Every application registered on the accessibility bus (vanishing ones skipped)."""
+    (children,) = await bus.call(REGISTRY, ACCESSIBLE, "GetChildren")
+    found: list[RunningApp | None] = [None] * len(children)
+
+    async def one(i: int, bus_name: str, path: str) -> None:
+        try:
+            name = str(await bus.get((bus_name, path), ACCESSIBLE, "Name"))
+        except BusError:
+            return
+        pid = await bus.pid_of(bus_name)
+        found[i] = RunningApp(bus_name, name, pid, exe_of(pid), path)
+
+    with one_error():
+        async with trio.open_nursery() as nursery:
+            for i, (bus_name, path) in enumerate(children):
+                nursery.start_soon(one, i, str(bus_name), str(path))
+    return [a for a in found if a is not None]
+
+
+async def registered(bus: Bus) -> set[str]:
+    """Bus names of the applications registered right now (one call)."""
+    (children,) = await bus.call(REGISTRY, ACCESSIBLE, "GetChildren")
+    return {str(c[0]) for c in children}
+
+
+class Entries:
+    """The installed desktop entries, scanned again only when an applications folder changed."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self._stamp: tuple[float, ...] | None = None
+        self._entries: list[DesktopApp] = []
+
+    def _now(self) -> tuple[float, ...]:
+        stamp: list[float] = []
+        for base in data_dirs(self._env):
+            try:
+                stamp.append(os.stat(os.path.join(base, "applications")).st_mtime)
+            except OSError:
+                stamp.append(-1.0)
+        return tuple(stamp)
+
+    def get(self) -> list[DesktopApp]:
+        stamp = self._now()
+        if stamp != self._stamp:
+            self._entries, self._stamp = scan_entries(self._env), stamp
+        return self._entries
+
+
+async def catalog(
+    bus: Bus | None, env: Mapping[str, str], entries: Sequence[DesktopApp] | None = None
+) -> Catalog:
+    """Installed entries plus, when the bus is there, what runs right now."""
+    if entries is None:
+        entries = scan_entries(env)
+    running = await running_apps(bus) if bus is not None else []
+    return Catalog(entries, running, path_env=env.get("PATH", "/usr/local/bin:/usr/bin:/bin"))
+
+
+def pick_window(candidates: Sequence[tuple[Ref, int, int]]) -> Ref | None:
+    """The window to show from ``(ref, role, states)``: active, else visible, else any. Pure."""
+    windows = [c for c in candidates if c[1] in roles.WINDOW_ROLES] or list(candidates)
+    for want in (State.ACTIVE, State.SHOWING, State.VISIBLE):
+        for ref, _, states in windows:
+            if roles.has(states, want):
+                return ref
+    return windows[0][0] if windows else None
+
+
+async def window_of(bus: Bus, app: RunningApp) -> Ref | None:
+    """The app's window to operate on, or None when it has none (or it vanished)."""
+    try:
+        (children,) = await bus.call((app.bus_name, app.ref_path), ACCESSIBLE, "GetChildren")
+    except Gone:
+        return None
+    found: list[tuple[Ref, int, int] | None] = [None] * len(children)
+
+    async def one(i: int, ref: Ref) -> None:
+        try:
+            (role,) = await bus.call(ref, ACCESSIBLE, "GetRole")
+            (state,) = await bus.call(ref, ACCESSIBLE, "GetState")
+        except Gone:
+            return
+        found[i] = (ref, int(role), roles.states_from_words(state))
+
+    with one_error():
+        async with trio.open_nursery() as nursery:
+            for i, child in enumerate(children):
+                nursery.start_soon(one, i, (str(child[0]), str(child[1])))
+    return pick_window([f for f in found if f is not None])
+
+
+async def extents(bus: Bus, ref: Ref, coords: int = _SCREEN) -> tuple[int, int, int, int]:
+    """``(x, y, width, height)`` of an object; GTK 4 answers window-relative either way."""
+    (box,) = await bus.call(ref, COMPONENT, "GetExtents", "u", (coords,))
+    x, y, w, h = (int(v) for v in box)
+    return x, y, w, h
+
+
+async def launch(entry: DesktopApp, env: Mapping[str, str]) -> trio.Process:
+    """Start ``entry`` detached from us (own session, no stdio), as its Exec line says."""
+    child_env = {k: v for k, v in env.items() if k not in ("NO_AT_BRIDGE", "GTK_A11Y")}
+    return await trio.lowlevel.open_process(
+        list(entry.argv),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=child_env,
+        cwd=env.get("HOME") or os.getcwd(),
+    )
+
+
+def already_started(entry: DesktopApp, env: Mapping[str, str], proc: str = "/proc") -> bool:
+    """Is a process of ``entry``'s program already running as us (still starting, say)?
+
+    A second launch of a single-instance GTK app opens another, empty window in the first
+    one's process: window and screenshot would then disagree about which one is operated.
+    """
+    program = shutil.which(entry.argv[0], path=env.get("PATH")) if entry.argv else None
+    if not program:
+        return False
+    wanted = os.path.realpath(program)
+    uid = os.getuid()
+    for pid in os.listdir(proc):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.stat(f"{proc}/{pid}").st_uid != uid:
+                continue
+            if os.path.realpath(f"{proc}/{pid}/exe") == wanted:
+                return True
+        except OSError:  # gone, or not ours to look at
+            continue
+    return False
+
+
+async def wait_for_window(
+    bus: Bus, target: Target, env: Mapping[str, str], limit: float = LAUNCH_TIMEOUT
+) -> RunningApp | None:
+    """Poll until ``target`` runs with a window, then give its UI a moment to settle."""
+    assert target.entry is not None
+    entries = [target.entry]
+    with trio.move_on_after(limit):
+        while True:
+            current = await catalog(bus, env, entries)
+            app = current.running_for(target.entry)
+            if app is not None and await window_of(bus, app) is not None:
+                await trio.sleep(LAUNCH_SETTLE)
+                return app
+            await trio.sleep(_POLL)
+    return None

@@ -1,0 +1,376 @@
+"""What a ``tools/call`` does on a real Linux desktop: Sky's checks, then AT-SPI and X11.
+
+What this owns: per-process state (the accessibility bus connection, the display, one session
+per app holding its last rendering), argument checks with Sky's error texts, resolving ``app``,
+``get_app_state`` (launching the app when needed, walking its window, rendering, the
+screenshot), dispatching the action tools to :mod:`.actions` and answering each with a fresh
+rendering, and the per-call timeout. Results are the simulator's :class:`Outcome` values, so
+the simulator's JSON-RPC server serves this backend unchanged.
+
+Theory of operation: calls are handled one at a time (a lock), because an action's result is
+the tree *after* it and the next action's indices refer to that tree. Element indices always
+refer to the app's latest rendering (from ``get_app_state`` or the previous action); an index
+beyond it, or one whose object has gone, gets Sky's stale-element text. A GTK 4 application is
+walked live the first time and through its cache afterwards (see :mod:`.walk`).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import trio
+
+from .. import surface
+from ..sim import texts
+from ..sim.engine import Outcome
+from . import actions, apps, render
+from .actions import ToolError
+from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
+from .catalog import Catalog, DesktopApp, RunningApp, Target
+from .model import Node, Ref
+from .screen import Screen
+from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
+
+TOOL_TIMEOUT: Final = 30.0
+SETTLE: Final = 0.1  # seconds an app gets to update its tree after an action
+_SCREENSHOT_ACTIONS: Final = frozenset({"click", "scroll", "drag"})
+_MAX_FACTS: Final = 100_000
+# A screenshot this soon after input waits for the pixels to settle (see screen.SETTLE_STEP).
+_RECENT_INPUT_S: Final = 2.0
+
+
+def bus_unavailable(why: str) -> str:
+    return texts.server_error(-10005, f"the accessibility bus is unavailable: {why}")
+
+
+def _text(text: str, *, error: bool = False) -> Outcome:
+    return Outcome([{"text": text, "type": "text"}], is_error=error)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def check_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Required arguments present and typed; a numeric ``element_index`` becomes a string."""
+    schema = surface.input_schema(name)
+    args = dict(arguments)
+    if _is_number(args.get("element_index")):
+        args["element_index"] = str(args["element_index"])
+    for prop in schema.get("required", []):
+        kind = schema["properties"][prop]["type"]
+        value = args.get(prop)
+        missing = value is None or (kind == "string" and not isinstance(value, str))
+        if missing:
+            if prop == "direction":
+                raise ToolError(texts.MISSING_SCROLL_DIRECTION)
+            raise ToolError(texts.missing_argument(prop))
+        if kind == "number" and not _is_number(value):
+            raise ToolError(texts.INVALID_PARAMETER)
+    if "element_index" in args and not isinstance(args["element_index"], str):
+        raise ToolError(texts.missing_argument("element_index"))
+    return args
+
+
+@dataclass(slots=True)
+class Session:
+    """An app being operated: where it is, and its latest numbered rendering."""
+
+    target: Target
+    app: RunningApp
+    window: Ref
+    extents: tuple[int, int, int, int]
+    rendering: render.Rendering
+
+    @property
+    def bus_name(self) -> str:
+        return self.app.bus_name
+
+    @property
+    def pid(self) -> int:
+        return self.app.pid or 0
+
+    @property
+    def origin(self) -> tuple[int, int]:
+        return self.extents[0], self.extents[1]
+
+
+class Backend:
+    """The ten tools over one accessibility bus and one X display."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str] | None = None,
+        *,
+        max_nodes: int = render.DEFAULT_MAX_NODES,
+        tool_timeout: float = TOOL_TIMEOUT,
+        settle: float = SETTLE,
+    ) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.max_nodes = max_nodes
+        self.tool_timeout = tool_timeout
+        self.settle = settle
+        self.screen = Screen(self.env)
+        self.sessions: dict[str, Session] = {}
+        self._bus: Bus | None = None
+        self._lock = trio.Lock()
+        self._walked: set[str] = set()  # apps (bus names) walked live once: cache allowed
+        self._no_cache: set[str] = set()
+        self._facts: dict[str, dict[Ref, Facts]] = {}  # per app: what never changes per object
+        self._entries = apps.Entries(self.env)
+        self.launched: list[trio.Process] = []
+        self._acted_at = float("-inf")  # when input was last sent (screenshots settle after it)
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Give the bus connection a nursery for its receiver task (the server's)."""
+        self._bus = Bus(nursery, self.env)
+
+    @property
+    def bus(self) -> Bus:
+        if self._bus is None:
+            raise RuntimeError("Backend.attach() was not called")
+        return self._bus
+
+    async def aclose(self) -> None:
+        if self._bus is not None:
+            await self._bus.aclose()
+        self.screen.close()
+
+    # --- the call -----------------------------------------------------------------------------
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
+        if name not in surface.TOOL_ORDER:
+            return _text(texts.unknown_tool(name), error=True)
+        async with self._lock:
+            with trio.move_on_after(self.tool_timeout) as scope:
+                try:
+                    return await self._call(name, arguments)
+                except ToolError as exc:
+                    return _text(exc.text, error=True)
+                except BusUnavailable as exc:
+                    return _text(bus_unavailable(str(exc)), error=True)
+                except BusTimeout:
+                    return _text(texts.TIMEOUT_REACHED, error=True)
+            assert scope.cancelled_caught
+            return _text(texts.TIMEOUT_REACHED, error=True)
+
+    async def _call(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
+        entries = self._entries.get()
+        if name == "list_apps":
+            try:
+                catalog = await apps.catalog(self.bus, self.env, entries)
+            except BusUnavailable:
+                catalog = await apps.catalog(None, self.env, entries)
+            return _text(catalog.list_text())
+        args = check_arguments(name, arguments)
+        target, session = await self._resolve(args["app"], entries)
+        if name == "get_app_state":
+            return await self._get_app_state(target)
+        if session is None:
+            raise ToolError(texts.not_active(args["app"]))
+        selected = await self._act(name, session, args)
+        return await self._after_action(name, session, selected)
+
+    async def _resolve(
+        self, given: str, entries: list[DesktopApp]
+    ) -> tuple[Target, Session | None]:
+        """``app`` -> its target and live session. An app with a session whose process is
+        still registered needs one bus call; anything else lists the running apps."""
+        path_env = self.env.get("PATH", "/usr/bin:/bin")
+        quick = Catalog(entries, [], path_env=path_env).resolve(given)
+        session = self.sessions.get(quick.bundle_id) if quick is not None else None
+        if session is not None and session.bus_name in await apps.registered(self.bus):
+            known = session.target
+            live = Target(known.bundle_id, known.name, known.path, known.entry, session.app)
+            return live, session
+        catalog = await apps.catalog(self.bus, self.env, entries)
+        target = catalog.resolve(given)
+        if target is None:
+            raise ToolError(texts.app_not_found(given))
+        session = self.sessions.get(target.bundle_id)
+        if session is not None and (
+            target.running is None or target.running.bus_name != session.bus_name
+        ):
+            del self.sessions[target.bundle_id]  # the app quit or restarted: indices are void
+            session = None
+        return target, session
+
+    # --- observing ----------------------------------------------------------------------------
+
+    async def _get_app_state(self, target: Target) -> Outcome:
+        running = target.running
+        if running is None and target.launchable:
+            assert target.entry is not None
+            if not apps.already_started(target.entry, self.env):
+                self.launched.append(await apps.launch(target.entry, self.env))
+            running = await apps.wait_for_window(self.bus, target, self.env)
+        if running is None or running.pid is None:
+            raise ToolError(texts.NO_WINDOWS)
+        window = await apps.window_of(self.bus, running)
+        if window is None:
+            raise ToolError(texts.NO_WINDOWS)
+        session = await self._observe(target, running, window)
+        rendering = session.rendering
+        text = render.state_text(
+            rendering,
+            app_name=target.name,
+            path=target.path,
+            bundle_id=target.bundle_id,
+            pid=session.pid,
+        )
+        return await self._with_screenshot(_text(text), session)
+
+    async def _observe(self, target: Target, app: RunningApp, window: Ref) -> Session:
+        """Walk ``window`` and make it the app's session (its numbering is now the valid one)."""
+        bus_name = app.bus_name
+        facts = self._facts.setdefault(bus_name, {})
+        if len(facts) > _MAX_FACTS:
+            facts.clear()
+        cache = None
+        if bus_name in self._walked and bus_name not in self._no_cache:
+            cache = await load_cache(self.bus, bus_name)
+            if cache is None:
+                self._no_cache.add(bus_name)
+        box: list[tuple[int, int, int, int]] = []
+
+        async def measure() -> None:
+            try:
+                box.append(await apps.extents(self.bus, window))
+            except (Gone, BusTimeout, CallFailed):
+                pass
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(measure)
+                root, walk = await read_tree(
+                    self.bus,
+                    window,
+                    budget=max(self.max_nodes, DEFAULT_BUDGET) + 1,
+                    cache=cache,
+                    facts=facts,
+                )
+        if root is None:
+            raise ToolError(texts.NO_WINDOWS)
+        if cache is None:
+            self._walked.add(bus_name)
+        rendering = render.render(root, max_nodes=self.max_nodes, complete=walk.complete)
+        extents = box[0] if box else (0, 0, 0, 0)
+        session = Session(target, app, window, extents, rendering)
+        self.sessions[target.bundle_id] = session
+        return session
+
+    async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
+        recent = trio.current_time() - self._acted_at < _RECENT_INPUT_S
+        shot = await self.screen.screenshot(session.extents, settle=recent)
+        if shot is not None:
+            outcome.content.append(
+                {
+                    "data": base64.b64encode(shot).decode("ascii"),
+                    "mimeType": "image/png",
+                    "type": "image",
+                }
+            )
+        return outcome
+
+    async def _after_action(self, name: str, session: Session, selected: str | None) -> Outcome:
+        self._acted_at = trio.current_time()
+        if self.settle:
+            await trio.sleep(self.settle)
+        window = session.window
+        try:
+            fresh = await self._observe(session.target, session.app, window)
+        except ToolError:
+            # The window closed (a dialog was dismissed, say): show whichever is there now.
+            other = await apps.window_of(self.bus, session.app)
+            if other is None:
+                raise
+            fresh = await self._observe(session.target, session.app, other)
+        text = render.action_text(
+            fresh.rendering,
+            app_name=fresh.target.name,
+            bundle_id=fresh.target.bundle_id,
+            pid=fresh.pid,
+        )
+        if selected:
+            text += "\n\n" + texts.selected_text_tail(selected)
+        outcome = _text(text)
+        if name in _SCREENSHOT_ACTIONS:
+            return await self._with_screenshot(outcome, fresh)
+        return outcome
+
+    # --- acting -------------------------------------------------------------------------------
+
+    def _element(self, session: Session, given: str) -> Node:
+        if not re.fullmatch(r"[0-9]+", given):
+            raise ToolError(texts.invalid_element_id(given))
+        index = int(given)
+        nodes = session.rendering.nodes
+        if index >= len(nodes):
+            raise ToolError(texts.STALE_ELEMENT)
+        return nodes[index]
+
+    async def _live_element(self, session: Session, given: str) -> Node:
+        node = self._element(session, given)
+        await actions.check_alive(self.bus, node)
+        return node
+
+    async def _act(self, name: str, session: Session, args: dict[str, Any]) -> str | None:
+        """Perform one action tool; returns the selected text after ``select_text``."""
+        where = actions.Target(self.bus, self.screen, session.origin)
+        if name == "click":
+            count, button = args.get("click_count", 1), args.get("mouse_button", "left")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise ToolError(texts.INVALID_PARAMETER)
+            if button not in ("left", "right", "middle"):
+                raise ToolError(texts.INVALID_PARAMETER)
+            if isinstance(args.get("element_index"), str):
+                node = await self._live_element(session, args["element_index"])
+                await actions.click_element(where, node, button, count)
+                return None
+            x, y = args.get("x"), args.get("y")
+            if not (_is_number(x) and _is_number(y)):
+                raise ToolError(texts.INVALID_PARAMETER)
+            assert isinstance(x, int | float) and isinstance(y, int | float)
+            await actions.click_point(where, x, y, button, count)
+        elif name == "perform_secondary_action":
+            node = await self._live_element(session, args["element_index"])
+            await actions.secondary_action(where, node, args["action"], args["element_index"])
+        elif name == "set_value":
+            node = await self._live_element(session, args["element_index"])
+            if not node.settable:
+                raise ToolError(texts.NOT_SETTABLE)
+            await actions.set_value(where, node, args["value"])
+        elif name == "select_text":
+            selection = args.get("selection", "text")
+            prefix, suffix = args.get("prefix", ""), args.get("suffix", "")
+            if selection not in actions.SELECTIONS:
+                raise ToolError(texts.INVALID_PARAMETER)
+            if not isinstance(prefix, str) or not isinstance(suffix, str):
+                raise ToolError(texts.INVALID_PARAMETER)
+            node = await self._live_element(session, args["element_index"])
+            return await actions.select_text(where, node, args["text"], prefix, suffix, selection)
+        elif name == "scroll":
+            if args["direction"] not in actions.DIRECTIONS:
+                raise ToolError(texts.invalid_scroll_direction(args["direction"]))
+            pages = args.get("pages", 1)
+            if not _is_number(pages):
+                raise ToolError(texts.MISSING_SCROLL_AMOUNT)
+            if not pages > 0:
+                raise ToolError(texts.INVALID_PARAMETER)
+            node = await self._live_element(session, args["element_index"])
+            await actions.scroll(where, node, args["direction"], float(pages))
+        elif name == "drag":
+            points = [float(args[k]) for k in ("from_x", "from_y", "to_x", "to_y")]
+            await actions.drag(where, points)
+        elif name == "press_key":
+            await actions.focus_window(self.bus, session.window)
+            await actions.keys(where, args["key"])
+        elif name == "type_text":
+            await actions.focus_window(self.bus, session.window)
+            await actions.type_text(where, args["text"])
+        return None

@@ -1,0 +1,194 @@
+"""Sky's accessibility text for an AT-SPI window tree. Pure.
+
+What this owns: numbering (depth first, pre-order, contiguous from 0 on every rendering), one
+element line per node in Sky's grammar (role words, the parenthesised flags, label, then
+``Description``, ``Value``, ``ID`` and ``Secondary Actions``), the node cap with the truncation
+stated in the text, the focus footer, and the two layouts: ``get_app_state`` (banner,
+``<app_state>``, the path-form identity line) and action results (short identity line, no
+banner). The line format itself is the simulator's :func:`~deskhand_d.backends.sim.ax.
+element_line`, so both backends print the same grammar byte for byte; Sky's fixed strings come
+from :mod:`deskhand_d.backends.sim.texts`.
+
+Mapping an element (see :mod:`.roles` for the role words and GTK quirks):
+
+* flags, in Sky's order: ``disabled`` (not sensitive), ``settable`` + ``string`` (editable
+  text) or ``float`` (sliders, scroll bars, spin buttons), ``selected`` / ``selectable``
+  (rows, cells, tabs), ``expanded`` / ``collapsed``;
+* label: the accessible name; without one, a static text's text or a scalar's value, bare;
+* ``Value:``: editable text, a value next to a name, ``1``/``0`` for check boxes, radio
+  buttons and switches (toggle buttons only when pressed in);
+* ``Secondary Actions:``: every action name except the one a click performs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from ..sim import texts
+from ..sim.ax import Element, element_line
+from . import roles
+from .model import Node, Ref
+from .roles import Role, State
+
+DEFAULT_MAX_NODES = 5000
+
+_SELECTABLE_ROLES = frozenset({32, 37, 56, 90, 91})  # list item, page tab, cell, row, tree item
+
+
+class Rendering(msgspec.Struct, frozen=True, kw_only=True):
+    """One numbered rendering: its lines and the object behind every index."""
+
+    title: str
+    lines: tuple[str, ...]
+    refs: tuple[Ref, ...]
+    nodes: tuple[Node, ...]
+    focus_index: int | None
+    total: int  # nodes in the walked tree
+    complete: bool  # False when the walk itself stopped early
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.lines) < self.total or not self.complete
+
+
+def format_value(value: float) -> str:
+    """A number as Sky prints one: integral values without a fraction."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def element_of(node: Node, parent: Node | None) -> Element:
+    """The simulator's element record for ``node`` (only what the line shows)."""
+    child_names = [c.name for c in node.children]
+    label = roles.display_name(node.name, child_names)
+    flags: list[str] = []
+    if node.disabled:
+        flags.append("disabled")
+    if node.text_settable:
+        flags += ["settable", "string"]
+    elif node.value_settable:
+        flags += ["settable", "float"]
+    if node.has(State.SELECTED):
+        flags.append("selected")
+    elif node.has(State.SELECTABLE) and node.role in _SELECTABLE_ROLES:
+        flags.append("selectable")
+    if node.has(State.EXPANDED):
+        flags.append("expanded")
+    elif node.has(State.EXPANDABLE) or node.has(State.COLLAPSED):
+        flags.append("collapsed")
+
+    value: str | None = None
+    if node.text is not None:
+        if node.text_settable:
+            value = node.text
+        elif not label:
+            label = node.text
+        elif node.text != label and node.text.strip():
+            value = node.text
+    elif node.value is not None:
+        shown = format_value(node.value)
+        if label:
+            value = shown
+        else:
+            label = shown
+    if node.role in roles.CHECKABLE_ROLES:
+        value = "1" if node.has(State.CHECKED) else "0"
+    elif node.role == Role.TOGGLE_BUTTON and node.has(State.CHECKED):
+        value = "1"
+
+    description = node.description.strip("\n")
+    return Element(
+        key="",
+        role=roles.role_words(node.role, node.states, parent_role=parent.role if parent else -1),
+        label=label,
+        flags=tuple(flags),
+        description=description if description and description != label else None,
+        value=value,
+        ident=node.accessible_id or None,
+        actions=roles.secondary_actions(node.actions, node.role, node.states),
+    )
+
+
+def render(window: Node, *, max_nodes: int = DEFAULT_MAX_NODES, complete: bool = True) -> Rendering:
+    """Number ``window``'s tree depth first from 0, stopping after ``max_nodes`` elements."""
+    lines: list[str] = []
+    refs: list[Ref] = []
+    nodes: list[Node] = []
+    focus: int | None = None
+    total = 0
+    for depth, node, parent in window.walk():
+        total += 1
+        if len(lines) >= max_nodes:
+            continue
+        index = len(lines)
+        if focus is None and node.has(State.FOCUSED):
+            focus = index
+        lines.append("\t" * depth + element_line(index, element_of(node, parent), "en"))
+        refs.append(node.ref)
+        nodes.append(node)
+    title = roles.display_name(window.name) or window.name
+    return Rendering(
+        title=title,
+        lines=tuple(lines),
+        refs=tuple(refs),
+        nodes=tuple(nodes),
+        focus_index=focus,
+        total=total,
+        complete=complete,
+    )
+
+
+def truncation_note(rendering: Rendering) -> str:
+    """Our sentence saying the tree was cut short (placed in the header, never an element)."""
+    shown = len(rendering.lines)
+    if not rendering.complete:
+        return (
+            f"Only the first {shown} elements of this window are listed: it has more than "
+            "the node limit allows, and the rest was not read."
+        )
+    return (
+        f"Only the first {shown} of {rendering.total} elements of this window are listed; "
+        f"the other {rendering.total - shown} were left out to stay within the node limit."
+    )
+
+
+def body_text(rendering: Rendering, app_name: str) -> str:
+    """``Window:`` line, truncation note, tree and focus footer (shared by both layouts)."""
+    parts = [texts.window_line(rendering.title, app_name)]
+    if rendering.truncated:
+        parts.append(truncation_note(rendering))
+    parts += rendering.lines
+    text = "\n".join(parts)
+    if rendering.focus_index is not None:
+        focused = rendering.lines[rendering.focus_index].lstrip("\t")
+        text += "\n\n" + texts.FOCUS_PREFIX + focused
+    return text
+
+
+def state_text(
+    rendering: Rendering,
+    *,
+    app_name: str,
+    path: str,
+    bundle_id: str,
+    pid: int,
+    cua_version: str = texts.DEFAULT_CUA_VERSION,
+) -> str:
+    """The ``get_app_state`` text (the v26.9 layout)."""
+    return "\n".join(
+        [
+            texts.banner(cua_version),
+            texts.APP_STATE_OPEN,
+            texts.identity_path_form(path, bundle_id, pid),
+            body_text(rendering, app_name),
+            texts.APP_STATE_CLOSE,
+        ]
+    )
+
+
+def action_text(rendering: Rendering, *, app_name: str, bundle_id: str, pid: int) -> str:
+    """An action result: the short identity line and the refreshed tree."""
+    return texts.identity_short_form(bundle_id, pid) + "\n" + body_text(rendering, app_name)

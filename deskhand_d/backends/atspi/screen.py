@@ -1,0 +1,130 @@
+"""The X11 half of a tool call, seen from the backend: one lazily opened display, in a thread.
+
+What this owns: opening :class:`~.x11.X11` on first use (and again after a failure, since a
+display may come up later), running its synchronous calls in a worker thread, turning its
+errors into sentences, and the geometry between a window screenshot and the screen: tool
+coordinates are pixels of the window's screenshot, so a point maps to the screen by adding
+the window's origin.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, TypeVar
+
+import trio
+
+if TYPE_CHECKING:
+    from .x11 import X11
+
+T = TypeVar("T")
+
+#: Largest screenshot side we take (a full-screen window on a large monitor is still fine).
+MAX_SIDE = 8192
+#: After input, an app may update its accessibility tree before it repaints (GTK 4 does), so a
+#: screenshot right after an action is taken again until two captures this far apart agree,
+#: for at most SETTLE_MAX seconds (a blinking caret never agrees: the last capture is used).
+SETTLE_STEP = 0.04
+SETTLE_MAX = 0.6
+
+
+class ScreenUnavailable(Exception):
+    """X11 cannot be used for this call; the message says why."""
+
+
+def to_screen(origin: tuple[int, int], x: float, y: float) -> tuple[float, float]:
+    """A point in a window screenshot -> the same point in root-window pixels. Pure."""
+    return origin[0] + x, origin[1] + y
+
+
+def centre(extents: tuple[int, int, int, int]) -> tuple[float, float]:
+    """The middle of an ``(x, y, width, height)`` rectangle. Pure."""
+    x, y, w, h = extents
+    return x + w / 2, y + h / 2
+
+
+def usable_rect(extents: tuple[int, int, int, int]) -> bool:
+    """Whether a window rectangle can be captured (GTK 3 reports unmapped ones off-screen)."""
+    x, y, w, h = extents
+    return 0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE and x > -MAX_SIDE and y > -MAX_SIDE
+
+
+class Screen:
+    """The X display named by ``DISPLAY`` in ``env``; opened when first needed."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self._display = (os.environ if env is None else env).get("DISPLAY", "")
+        self._x11: X11 | None = None
+
+    def _open(self) -> X11:
+        if self._x11 is not None:
+            return self._x11
+        try:
+            from . import x11
+        except ImportError as exc:  # python-xlib is a Linux-only dependency
+            raise ScreenUnavailable(f"python-xlib is not installed ({exc})") from exc
+        try:
+            self._x11 = x11.X11.open(self._display or None)
+        except x11.X11Unavailable as exc:
+            raise ScreenUnavailable(str(exc)) from exc
+        return self._x11
+
+    async def run(self, fn: Callable[[X11], T]) -> T:
+        """``fn(x11)`` in a worker thread; X errors and a lost display become
+        :class:`ScreenUnavailable` (a lost display is reopened next time)."""
+
+        def work() -> T:
+            handle = self._open()
+            from . import x11
+
+            try:
+                return fn(handle)
+            except x11.X11Unavailable as exc:
+                self._forget()
+                raise ScreenUnavailable(str(exc)) from exc
+            except x11.X11Error as exc:
+                raise ScreenUnavailable(f"the X server refused: {exc}") from exc
+
+        return await trio.to_thread.run_sync(work)
+
+    def _forget(self) -> None:
+        handle, self._x11 = self._x11, None
+        if handle is not None:
+            try:
+                handle.close()
+            except Exception:  # closing a dead connection may fail in any way
+                pass
+
+    async def screenshot(
+        self, extents: tuple[int, int, int, int], *, settle: bool = False
+    ) -> bytes | None:
+        """A PNG of the window rectangle, or None when no screenshot can be taken.
+
+        With ``settle`` (input was just sent) the pixels are captured until they stop changing.
+        """
+        if not usable_rect(extents):
+            return None
+        x, y, w, h = extents
+
+        def capture(d: X11) -> bytes:
+            from . import png
+
+            width, height, rgb = d.screenshot_rgb(x, y, w, h)
+            deadline = time.monotonic() + (SETTLE_MAX if settle else 0)
+            while time.monotonic() < deadline:
+                time.sleep(SETTLE_STEP)
+                again = d.screenshot_rgb(x, y, w, h)[2]
+                if again == rgb:
+                    break
+                rgb = again
+            return png.encode_rgb(width, height, rgb)
+
+        try:
+            return await self.run(capture)
+        except (ScreenUnavailable, ValueError):
+            return None
+
+    def close(self) -> None:
+        self._forget()

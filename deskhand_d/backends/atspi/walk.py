@@ -1,0 +1,309 @@
+"""Reading a window's accessibility tree: live, concurrently, and from GTK 4's cache.
+
+What this owns: turning an object on the bus into a :class:`~.model.Node` tree, within a node
+budget, tolerating objects that vanish while it reads.
+
+Theory of operation. A live walk reads each object with about five calls that do not depend on
+each other (properties, role, states, interfaces, children), issued together; children are
+read concurrently with their parent's details (actions, text, value), under a limit on calls in
+flight. Invisible children are dropped (see :func:`~.model.hidden`), and an object that
+disappears mid-walk (:class:`~.bus.Gone`) is simply not in the tree.
+
+GTK 4 creates its accessible objects lazily: ``org.a11y.atspi.Cache.GetItems`` lists only
+objects some client has already asked for, so the first walk of an application is always
+live. Afterwards the cache answers role, name, description, states, interfaces and the
+parent/child structure for the whole application in one call; a node whose cached child count
+disagrees with the cached children (a subtree created since) is read live. Text, values and
+actions are always read live, since they change while the cache entry does not say so.
+GTK 3 has no such cache and is always walked live (it is fast there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import trio
+
+from . import roles
+from .bus import Bus, BusError, CallFailed, Gone, one_error
+from .model import ACCESSIBLE, ACTION, TEXT, VALUE, Node, Ref, hidden
+from .roles import Role, State
+
+CACHE_PATH: Final = "/org/a11y/atspi/cache"
+CACHE_IFACE: Final = "org.a11y.atspi.Cache"
+DEFAULT_BUDGET: Final = 5000
+MAX_IN_FLIGHT: Final = 48
+# GetText's end offset: -1 gives "" on GTK 4, so ask for "as far as it goes".
+TEXT_END: Final = 0x7FFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class Basics:
+    """What identifies a node and its place in the tree (the cache holds exactly this)."""
+
+    role: int
+    name: str
+    description: str
+    states: int
+    interfaces: frozenset[str]
+    children: tuple[Ref, ...]
+
+
+@dataclass(slots=True)
+class Facts:
+    """What never changes for one accessible object: role, interfaces, action names."""
+
+    role: int
+    interfaces: frozenset[str]
+    actions: tuple[str, ...] | None = None
+
+
+@dataclass(slots=True)
+class _Cache:
+    items: dict[Ref, Basics]
+    child_counts: dict[Ref, int]
+
+
+def _ref(value: Sequence[Any]) -> Ref:
+    return (str(value[0]), str(value[1]))
+
+
+def parse_cache_items(items: Sequence[Sequence[Any]]) -> _Cache:
+    """``Cache.GetItems`` entries -> basics per object. Pure.
+
+    Two shapes exist: at-spi2 >= 2.44 toolkits (GTK 4) send ``((so)(so)(so)iiassusau)``,
+    index in parent and child count; older bridges send ``((so)(so)(so)a(so)assusau)`` with the
+    children listed. Children of the first shape are ordered by their index in the parent.
+    """
+    listed: dict[Ref, list[tuple[int, Ref]]] = {}
+    raw: dict[Ref, tuple[Any, ...]] = {}
+    counts: dict[Ref, int] = {}
+    explicit: dict[Ref, tuple[Ref, ...]] = {}
+    for item in items:
+        ref, parent = _ref(item[0]), _ref(item[2])
+        if len(item) == 10 and isinstance(item[3], int):
+            listed.setdefault(parent, []).append((int(item[3]), ref))
+            counts[ref] = int(item[4])
+            raw[ref] = tuple(item[5:10])
+        elif len(item) == 9:
+            kids = tuple(_ref(c) for c in item[3])
+            explicit[ref] = kids
+            counts[ref] = len(kids)
+            raw[ref] = tuple(item[4:9])
+    out: dict[Ref, Basics] = {}
+    for ref, (ifaces, name, role, description, states) in raw.items():
+        if ref in explicit:
+            kids = explicit[ref]
+        else:
+            kids = tuple(r for _, r in sorted(listed.get(ref, []), key=lambda p: p[0]))
+        out[ref] = Basics(
+            role=int(role),
+            name=str(name),
+            description=str(description),
+            states=roles.states_from_words(states),
+            interfaces=frozenset(str(i) for i in ifaces),
+            children=kids,
+        )
+    return _Cache(out, counts)
+
+
+@dataclass(slots=True)
+class Walk:
+    """One read of one window: the budget, the optional cache and what was skipped."""
+
+    bus: Bus
+    budget: int = DEFAULT_BUDGET
+    cache: _Cache | None = None
+    limiter: trio.CapacityLimiter = field(
+        default_factory=lambda: trio.CapacityLimiter(MAX_IN_FLIGHT)
+    )
+    seen: int = 0
+    complete: bool = True
+    vanished: int = 0
+    window_showing: bool = False
+    prefetched: dict[Ref, Basics] = field(default_factory=dict)
+    facts: dict[Ref, Facts] = field(default_factory=dict)
+
+    async def basics(self, ref: Ref) -> Basics:
+        """From the cache when it is consistent for ``ref``, else read live."""
+        early = self.prefetched.pop(ref, None)
+        if early is not None:
+            return early
+        if self.cache is not None:
+            cached = self.cache.items.get(ref)
+            if cached is not None:
+                if len(cached.children) == self.cache.child_counts.get(ref, -1):
+                    return cached
+                async with self.limiter:
+                    (kids,) = await self.bus.call(ref, ACCESSIBLE, "GetChildren")
+                return Basics(
+                    cached.role,
+                    cached.name,
+                    cached.description,
+                    cached.states,
+                    cached.interfaces,
+                    tuple(_ref(k) for k in kids),
+                )
+        return await self._live_basics(ref)
+
+    async def _live_basics(self, ref: Ref) -> Basics:
+        """Properties and states always; role and interfaces unless known from an earlier
+        walk (they never change for one object); children only when it has any."""
+        got: dict[str, Any] = {}
+        known = self.facts.get(ref)
+
+        async def one(key: str, method: str) -> None:
+            async with self.limiter:
+                got[key] = await self.bus.call(ref, ACCESSIBLE, method)
+
+        async def props_then_children() -> None:
+            async with self.limiter:
+                got["props"] = await self.bus.get_all(ref, ACCESSIBLE)
+            if int(got["props"].get("ChildCount", 1)) > 0:
+                await one("children", "GetChildren")
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(props_then_children)
+                nursery.start_soon(one, "state", "GetState")
+                if known is None:
+                    nursery.start_soon(one, "role", "GetRole")
+                    nursery.start_soon(one, "ifaces", "GetInterfaces")
+        if known is None:
+            known = Facts(int(got["role"][0]), frozenset(str(i) for i in got["ifaces"][0]))
+            self.facts[ref] = known
+        props = got["props"]
+        return Basics(
+            role=known.role,
+            name=str(props.get("Name", "")),
+            description=str(props.get("Description", "")),
+            states=roles.states_from_words(got["state"][0]),
+            interfaces=known.interfaces,
+            children=tuple(_ref(k) for k in got.get("children", ((),))[0]),
+        )
+
+    async def details(
+        self, ref: Ref, b: Basics
+    ) -> tuple[tuple[str, ...], str | None, float | None]:
+        """Action names, text and numeric value (whichever interfaces the object has).
+
+        Action names are read once per object and remembered; a label's text is not read
+        when it has a name (GTK names labels by their text)."""
+        actions: tuple[str, ...] = ()
+        text: str | None = None
+        value: float | None = None
+        if ACTION in b.interfaces:
+            known = self.facts.get(ref)
+            if known is not None and known.actions is not None:
+                actions = known.actions
+            else:
+                async with self.limiter:
+                    (listed,) = await self.bus.call(ref, ACTION, "GetActions")
+                actions = tuple(str(a[0]) for a in listed)
+                if known is not None:
+                    known.actions = actions
+                else:
+                    self.facts[ref] = Facts(b.role, b.interfaces, actions)
+        if TEXT in b.interfaces and not (b.role == Role.LABEL and b.name):
+            async with self.limiter:
+                (text,) = await self.bus.call(ref, TEXT, "GetText", "ii", (0, TEXT_END))
+        if VALUE in b.interfaces:
+            async with self.limiter:
+                value = float(await self.bus.get(ref, VALUE, "CurrentValue"))
+        return actions, text, value
+
+    async def _showing_maintained(self, window: Basics) -> bool:
+        """Whether ``showing`` can be trusted below this window: the window has it and so
+        does at least one of its children (GTK 3 keeps it up to date; GTK 4.8 sets it on the
+        window only). Reads the children's basics early, for :meth:`basics` to reuse."""
+        if not roles.has(window.states, State.SHOWING):
+            return False
+
+        async def one(ref: Ref) -> None:
+            try:
+                self.prefetched[ref] = await self.basics(ref)
+            except (Gone, CallFailed):
+                pass
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                for ref in window.children:
+                    nursery.start_soon(one, ref)
+        return any(roles.has(b.states, State.SHOWING) for b in self.prefetched.values())
+
+    async def node(self, ref: Ref, *, root: bool = False) -> Node | None:
+        """Read ``ref`` and its visible subtree; None when it vanished or is hidden."""
+        if self.seen >= self.budget:
+            self.complete = False
+            return None
+        self.seen += 1
+        try:
+            b = await self.basics(ref)
+        except (Gone, CallFailed):
+            if root:
+                raise
+            self.vanished += 1
+            return None
+        if root:
+            self.window_showing = await self._showing_maintained(b)
+        elif hidden(b.states, window_showing=self.window_showing) or roles.has(
+            b.states, State.DEFUNCT
+        ):
+            return None
+        children: list[Node | None] = [None] * len(b.children)
+        detail: list[tuple[tuple[str, ...], str | None, float | None]] = []
+
+        async def child(i: int, child_ref: Ref) -> None:
+            children[i] = await self.node(child_ref)
+
+        async def own() -> None:
+            try:
+                detail.append(await self.details(ref, b))
+            except (Gone, CallFailed):
+                self.vanished += 1
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(own)
+                for i, child_ref in enumerate(b.children):
+                    nursery.start_soon(child, i, child_ref)
+        actions, text, value = detail[0] if detail else ((), None, None)
+        return Node(
+            ref=ref,
+            role=b.role,
+            name=b.name,
+            description=b.description,
+            states=b.states,
+            interfaces=b.interfaces,
+            actions=actions,
+            text=text,
+            value=value,
+            children=tuple(c for c in children if c is not None),
+        )
+
+
+async def load_cache(bus: Bus, bus_name: str) -> _Cache | None:
+    """GTK 4's whole-application cache, or None where the toolkit has none."""
+    try:
+        (items,) = await bus.call((bus_name, CACHE_PATH), CACHE_IFACE, "GetItems")
+    except BusError:
+        return None
+    return parse_cache_items(items)
+
+
+async def read_tree(
+    bus: Bus,
+    window: Ref,
+    *,
+    budget: int = DEFAULT_BUDGET,
+    cache: _Cache | None = None,
+    facts: dict[Ref, Facts] | None = None,
+) -> tuple[Node | None, Walk]:
+    """The window's visible tree (None if the window itself vanished) and the walk's record.
+
+    ``facts`` carries what never changes per object from one walk of an app to the next."""
+    walk = Walk(bus, budget=budget, cache=cache, facts={} if facts is None else facts)
+    root = await walk.node(window, root=True)
+    return root, walk

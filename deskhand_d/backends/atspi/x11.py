@@ -1,0 +1,407 @@
+"""The X11 side of the Linux backend: screenshots and synthetic input on one X display.
+
+This module owns the connection to the X server (through python-xlib, pure Python) and
+everything done with it: reading screen pixels as PNG, and moving the pointer, clicking,
+dragging, scrolling, pressing keys and typing through the XTEST extension. AT-SPI decides
+*what* to act on; this module only knows root-window pixels and keysyms.
+
+Theory of operation:
+
+* Calls are synchronous and meant to run in a worker thread (``trio.to_thread.run_sync``). A
+  lock serialises them, because one Xlib connection must not carry two conversations at once.
+* Every action ends with a round trip (``sync``), so when a method returns the server has
+  generated the events; errors the server reports for earlier requests surface as
+  :class:`X11Error` then rather than being printed by python-xlib later.
+* A keysym missing from the keymap (``€``, ``ñ`` on a US layout) is bound for a moment to a
+  spare keycode, typed, and unbound again. Clients read the changed keymap lazily, when
+  they handle the first key event after the change, so the unbinding waits
+  ``restore_delay`` seconds after the last key to give them time; otherwise a slow app
+  could look the key up after the restore and see nothing.
+* Coordinates are root-window pixels: the same space as the screenshots.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Self
+
+from Xlib import X
+from Xlib import display as xdisplay
+from Xlib import error as xerror
+from Xlib.ext import xtest
+
+from deskhand_d.backends.atspi import png
+from deskhand_d.backends.atspi.x11keys import (
+    Keymap,
+    KeymapError,
+    chunks_by_spares,
+    keysym_for_char,
+    parse_key_spec,
+)
+
+BUTTONS = {"left": 1, "middle": 2, "right": 3}
+SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
+# One wheel notch scrolls about three lines in GTK and Qt; five notches cover a good part of
+# a window without skipping past content the caller has not seen yet.
+CLICKS_PER_PAGE = 5
+_DRAG_STEPS = 10
+# GetImage replies are fetched in bands of about this many bytes: python-xlib grows its
+# receive buffer by copying, which turns quadratic on one huge reply.
+_BAND_BYTES = 1 << 20
+
+
+class X11Unavailable(Exception):
+    """There is no usable X display: not set, not reachable, lost, or lacking XTEST.
+
+    The message names the display and what to do; the caller should report it and fall
+    back (for example to the simulator), not retry in a loop.
+    """
+
+
+class X11Error(Exception):
+    """The X server refused a request, or the screen uses a pixel format we cannot read."""
+
+
+def _pixel_format(conn: Any, screen: Any) -> png.PixelFormat | str:
+    """The root window's pixel layout, or why screenshots can't read it."""
+    depth = int(screen.root_depth)
+    formats = [f for f in conn.display.info.pixmap_formats if int(f.depth) == depth]
+    visuals = [
+        v for d in screen.allowed_depths for v in d.visuals if v.visual_id == screen.root_visual
+    ]
+    if not formats or not visuals:
+        return f"the X server describes no pixel format for depth {depth}"
+    bpp, pad = int(formats[0].bits_per_pixel), int(formats[0].scanline_pad)
+    if bpp not in (24, 32):
+        return f"the screen is {depth}-bit ({bpp} bits per pixel); run it at depth 24"
+    offsets = []
+    for mask in (visuals[0].red_mask, visuals[0].green_mask, visuals[0].blue_mask):
+        shift = (int(mask) & -int(mask)).bit_length() - 1
+        if int(mask) >> shift != 0xFF or shift % 8:
+            return f"colour mask {int(mask):#x} is not one whole byte"
+        index = shift // 8
+        # image_byte_order 0 is LSBFirst: the least significant byte comes first in memory.
+        big_endian = int(conn.display.info.image_byte_order) == X.MSBFirst
+        offsets.append(bpp // 8 - 1 - index if big_endian else index)
+    return png.PixelFormat(bpp // 8, pad // 8, (offsets[0], offsets[1], offsets[2]))
+
+
+class X11:
+    """One connection to an X display, with screenshot and XTEST input methods."""
+
+    #: Seconds a temporary key binding stays after the last key that used it.
+    restore_delay = 0.1
+
+    def __init__(self, conn: Any, name: str) -> None:
+        """Wrap an open python-xlib ``Display``; use :meth:`open` instead."""
+        self.name = name
+        self._conn = conn
+        self._screen = conn.screen()
+        self._root = self._screen.root
+        self.width = int(self._screen.width_in_pixels)
+        self.height = int(self._screen.height_in_pixels)
+        self._format = _pixel_format(conn, self._screen)
+        self._lock = threading.Lock()
+        self._errors: list[Any] = []
+        self._closed = False
+        # Errors for requests without a reply arrive later; keep them for the next check.
+        conn.set_error_handler(self._on_error)
+        # python-xlib 0.33 registers RANDR's and DAMAGE's error classes at their raw codes,
+        # forgetting the extension's first_error, so they shadow core errors: a BadValue (2)
+        # would be parsed as BadRRMode and crash with AttributeError. Core codes are below
+        # 128 and extension codes never are, so putting the core classes back is safe.
+        conn.display.error_classes.update(xerror.xerror_class)
+
+    @classmethod
+    def open(cls, display: str | None = None) -> X11:
+        """Connect to ``display`` (such as ``":99"``; default ``$DISPLAY``), check for XTEST.
+
+        Raises:
+            X11Unavailable: No display given or set, the server can't be reached, or it
+                lacks the XTEST extension.
+        """
+        name = display if display is not None else os.environ.get("DISPLAY", "")
+        if not name:
+            raise X11Unavailable(
+                "no X display: DISPLAY is not set. Start an X server (for example "
+                "`Xvfb :99 -screen 0 1280x900x24`) and set DISPLAY=:99"
+            )
+        try:
+            conn = xdisplay.Display(name)
+        except (xerror.DisplayError, xerror.ConnectionClosedError, xerror.XauthError) as exc:
+            _close_abandoned_sockets(exc)
+            raise X11Unavailable(
+                f"cannot connect to X display {name!r} ({exc}). Check that an X server runs "
+                "there and that DISPLAY (and XAUTHORITY, if it uses one) point at it"
+            ) from exc
+        if not conn.has_extension("XTEST"):
+            conn.close()
+            raise X11Unavailable(
+                f"X display {name!r} has no XTEST extension, so input can't be synthesised. "
+                "Use a server with XTEST enabled (Xvfb and Xorg have it by default)"
+            )
+        return cls(conn, name)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # --- screenshots -------------------------------------------------------------------
+
+    def screenshot_png(self, x: int, y: int, width: int, height: int) -> bytes:
+        """A PNG (RGB) of a root-window rectangle, clipped to the screen.
+
+        Raises:
+            ValueError: The rectangle is empty or lies wholly off screen.
+            X11Error: The screen's pixel format is not 24/32-bit true colour.
+        """
+        w, h, rgb = self.screenshot_rgb(x, y, width, height)
+        return png.encode_rgb(w, h, rgb)
+
+    def screenshot_rgb(self, x: int, y: int, width: int, height: int) -> tuple[int, int, bytes]:
+        """Like :meth:`screenshot_png` but returns ``(width, height, packed RGB bytes)``."""
+        if width <= 0 or height <= 0:
+            raise ValueError(f"screenshot size must be positive, got {width}x{height}")
+        left, top = max(x, 0), max(y, 0)
+        right, bottom = min(x + width, self.width), min(y + height, self.height)
+        if right <= left or bottom <= top:
+            raise ValueError(
+                f"rectangle {width}x{height} at ({x}, {y}) is outside the "
+                f"{self.width}x{self.height} screen"
+            )
+        fmt = self._format
+        if isinstance(fmt, str):
+            raise X11Error(f"can't read pixels from X display {self.name!r}: {fmt}")
+        w, h = right - left, bottom - top
+        band = max(1, _BAND_BYTES // fmt.stride(w))
+        raw = bytearray()
+        with self._session():
+            for row in range(top, bottom, band):
+                rows = min(band, bottom - row)
+                raw += self._root.get_image(left, row, w, rows, X.ZPixmap, 0xFFFFFFFF).data
+        return w, h, png.pack_rgb(raw, w, h, fmt)
+
+    # --- pointer -----------------------------------------------------------------------
+
+    def click(self, x: float, y: float, button: str = "left", count: int = 1) -> None:
+        """Move the pointer to ``(x, y)`` and click ``count`` times (2 = double click).
+
+        Raises:
+            ValueError: Unknown button, count below 1, or a point off the screen.
+        """
+        number = _lookup(BUTTONS, button, "button")
+        if count < 1:
+            raise ValueError(f"click count must be at least 1, got {count}")
+        px, py = self._point(x, y)
+        with self._session():
+            self._move(px, py)
+            for _ in range(count):
+                self._fake(X.ButtonPress, number)
+                self._fake(X.ButtonRelease, number)
+
+    def drag(self, x1: float, y1: float, x2: float, y2: float) -> None:
+        """Press the left button at ``(x1, y1)``, move in steps to ``(x2, y2)``, release.
+
+        Intermediate motion matters: toolkits start a drag only after the pointer has moved
+        a few pixels with the button down, and some ignore a single jump.
+        """
+        start, end = self._point(x1, y1), self._point(x2, y2)
+        with self._session():
+            self._move(*start)
+            self._fake(X.ButtonPress, 1)
+            for step in range(1, _DRAG_STEPS + 1):
+                t = step / _DRAG_STEPS
+                self._move(
+                    round(start[0] + (end[0] - start[0]) * t),
+                    round(start[1] + (end[1] - start[1]) * t),
+                )
+                # Reach the server step by step, so each motion is a separate event.
+                self._conn.flush()
+            self._fake(X.ButtonRelease, 1)
+
+    def scroll(self, x: float, y: float, direction: str, pages: float = 1.0) -> None:
+        """Scroll with the wheel at ``(x, y)``: ``CLICKS_PER_PAGE`` notches per page.
+
+        Raises:
+            ValueError: Unknown direction, non-positive pages, or a point off the screen.
+        """
+        number = _lookup(SCROLL_BUTTONS, direction, "scroll direction")
+        if not pages > 0 or math.isinf(pages):
+            raise ValueError(f"pages must be a positive number, got {pages}")
+        px, py = self._point(x, y)
+        with self._session():
+            self._move(px, py)
+            for _ in range(max(1, round(pages * CLICKS_PER_PAGE))):
+                self._fake(X.ButtonPress, number)
+                self._fake(X.ButtonRelease, number)
+
+    # --- keyboard ----------------------------------------------------------------------
+
+    def press_key(self, spec: str) -> None:
+        """Press a key or chord such as ``Return``, ``ctrl+a`` or ``ctrl+shift+t``.
+
+        Raises:
+            ValueError: The spec names an unknown key (see ``x11keys.parse_key_spec``).
+        """
+        chord = parse_key_spec(spec)
+        with self._session(), self._bound([*chord.held, chord.key]) as keymap:
+            held: list[int] = []
+            for keysym in chord.held:
+                held += [c for c in keymap.codes_for(keysym) if c not in held]
+            for keycode in held:
+                self._fake(X.KeyPress, keycode)
+            self._tap(keymap.codes_for(chord.key), held)
+            for keycode in reversed(held):
+                self._fake(X.KeyRelease, keycode)
+
+    def type_text(self, text: str) -> None:
+        """Type ``text`` as key presses; any Unicode, newlines as Return, tabs as Tab.
+
+        Raises:
+            ValueError: The text holds a control character other than newline or tab.
+        """
+        keysyms = [keysym_for_char(c) for c in text.replace("\r\n", "\n")]
+        with self._session():
+            keymap = self._current_keymap()
+            capacity = max(1, len(keymap.spare_keycodes()))
+            for chunk in chunks_by_spares(keysyms, keymap, capacity):
+                with self._bound(chunk) as chunk_keymap:
+                    for keysym in chunk:
+                        self._tap(chunk_keymap.codes_for(keysym), [])
+
+    # --- lifetime ----------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; calling it twice is harmless."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                try:
+                    self._conn.close()
+                except xerror.ConnectionClosedError:
+                    pass
+
+    # --- internals ---------------------------------------------------------------------
+
+    @contextmanager
+    def _session(self) -> Iterator[None]:
+        """Hold the lock, map python-xlib failures to ours, and end with a round trip."""
+        with self._lock:
+            if self._closed:
+                raise X11Unavailable(f"the connection to X display {self.name!r} is closed")
+            try:
+                self._drain_events()
+                yield
+                self._conn.sync()
+            except xerror.ConnectionClosedError as exc:
+                raise X11Unavailable(
+                    f"lost the connection to X display {self.name!r} ({exc})"
+                ) from exc
+            except xerror.XError as exc:
+                raise X11Error(f"X display {self.name!r} refused a request: {exc}") from exc
+            except KeymapError as exc:
+                raise X11Error(f"X display {self.name!r}: {exc}") from exc
+            if self._errors:
+                errors, self._errors[:] = list(self._errors), []
+                raise X11Error(f"X display {self.name!r} refused a request: {errors[0]}")
+
+    def _on_error(self, error: Any, request: Any) -> None:
+        self._errors.append(error)
+
+    def _drain_events(self) -> None:
+        # We select no input, but every client gets MappingNotify; read them so they don't
+        # pile up in python-xlib's queue. The keymap is re-read when needed anyway.
+        while self._conn.pending_events():
+            self._conn.next_event()
+
+    def _point(self, x: float, y: float) -> tuple[int, int]:
+        if not (math.isfinite(x) and math.isfinite(y)):
+            raise ValueError(f"coordinates must be finite numbers, got ({x}, {y})")
+        px, py = round(x), round(y)
+        if not (0 <= px < self.width and 0 <= py < self.height):
+            raise ValueError(f"point ({x}, {y}) is outside the {self.width}x{self.height} screen")
+        return px, py
+
+    def _move(self, x: int, y: int) -> None:
+        self._fake(X.MotionNotify, 0, x=x, y=y)
+
+    def _fake(self, event_type: int, detail: int, x: int = 0, y: int = 0) -> None:
+        xtest.fake_input(self._conn, event_type, detail, root=self._root, x=x, y=y)
+
+    def _current_keymap(self) -> Keymap:
+        info = self._conn.display.info
+        first, last = int(info.min_keycode), int(info.max_keycode)
+        rows = self._conn.get_keyboard_mapping(first, last - first + 1)
+        modifiers = [code for codes in self._conn.get_modifier_mapping() for code in codes]
+        return Keymap(first, [list(row) for row in rows], (c for c in modifiers if c))
+
+    @contextmanager
+    def _bound(self, keysyms: Sequence[int]) -> Iterator[Keymap]:
+        """Bind keysyms the keymap lacks to spare keycodes while the block runs.
+
+        Yields the keymap with the temporary bindings in it. On the way out, after
+        ``restore_delay`` (see the module docstring), the borrowed keycodes are emptied again.
+        """
+        keymap = self._current_keymap()
+        missing = list(dict.fromkeys(k for k in keysyms if keymap.locate(k) is None))
+        if not missing:
+            yield keymap
+            return
+        spares = keymap.spare_keycodes()
+        if len(spares) < len(missing):
+            raise X11Error(
+                f"X display {self.name!r} has {len(spares)} free keycodes but "
+                f"{len(missing)} keys need one; type the text in smaller pieces"
+            )
+        borrowed = dict(zip(spares, missing, strict=False))
+        try:
+            for keycode, keysym in borrowed.items():
+                self._conn.change_keyboard_mapping(keycode, [keymap.temporary_row(keysym)])
+            yield self._current_keymap()
+            self._conn.sync()
+            time.sleep(self.restore_delay)
+        finally:
+            for keycode in borrowed:
+                self._conn.change_keyboard_mapping(keycode, [keymap.empty_row()])
+
+    def _tap(self, codes: Sequence[int], held: Sequence[int]) -> None:
+        """Press ``codes`` in order (Shift, then the key) and release them in reverse."""
+        down = [code for code in codes if code not in held]
+        for code in down:
+            self._fake(X.KeyPress, code)
+        for code in reversed(down):
+            self._fake(X.KeyRelease, code)
+
+
+def _close_abandoned_sockets(exc: BaseException | None) -> None:
+    """Close the sockets python-xlib leaves open when a connection attempt fails.
+
+    Its connect helpers keep the socket only in a local variable of the frame that raised,
+    so it lives on in the traceback and is closed (with a ResourceWarning) whenever the
+    error is garbage-collected. Closing it here makes the failure path tidy and quiet.
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        tb = exc.__traceback__
+        while tb is not None:
+            for value in tb.tb_frame.f_locals.values():
+                if isinstance(value, socket.socket):
+                    value.close()
+            tb = tb.tb_next
+        exc = exc.__cause__ or exc.__context__
+
+
+def _lookup(table: dict[str, int], name: str, what: str) -> int:
+    number = table.get(name.strip().lower())
+    if number is None:
+        raise ValueError(f"unknown {what} {name!r}; use one of {', '.join(table)}")
+    return number
