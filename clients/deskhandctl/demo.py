@@ -42,7 +42,6 @@ _MAC_NAMES = {"+": "Add", "=": "Equals"}
 
 def run_demo(args: Args) -> int:
     target = os.path.abspath(str(args.params.get("screenshot") or "deskhand-demo.png"))
-    chosen = bool(args.params.get("screenshot"))
     with contextlib.ExitStack() as cleanup:
         env, backend, private, where = _choose_desktop(cleanup, bool(args.params.get("sim")))
         print(f"demo: {where}")
@@ -61,7 +60,7 @@ def run_demo(args: Args) -> int:
             _stand_in_grant(profile, backend, env)
             print(f"demo: no terminal to answer the consent question; allowed {APP} in the demo")
         try:
-            shown, target = _drive(env, interactive, cleanup, target, chosen)
+            shown, target = _drive(env, interactive, cleanup, target)
         except Exception as exc:  # a refusal or a failure: say what happened, clean up anyway
             print(f"demo: failed: {exc}", file=sys.stderr)
             log = profile / "state" / "deskhand" / "daemon.log"
@@ -88,11 +87,14 @@ def _choose_desktop(
     from deskhand_d.backends import a11ybus as a11ybus
     from deskhand_d.backends import xsession as xsession
 
+    if shutil.which("gnome-calculator") is None:
+        return env, "sim", True, "using the simulated desktop: gnome-calculator is not installed"
     found = a11ybus.probe(env)
     if found.usable and env.get("DISPLAY"):
         return env, "atspi", False, f"using your desktop ({env['DISPLAY']}) through AT-SPI"
     try:
-        desk = xsession.start_desktop(apps=("gnome-calculator",))
+        # the backend starts Calculator itself on the first observation, as Sky does
+        desk = xsession.start_desktop()
     except xsession.DesktopUnavailable as exc:
         return env, "sim", True, f"using the simulated desktop: no private desktop ({exc})"
     cleanup.callback(desk.close)
@@ -119,10 +121,9 @@ def _drive(
     interactive: bool,
     cleanup: contextlib.ExitStack,
     target: str,
-    chosen: bool,
 ) -> tuple[str, str]:
     """Run the task through a daemon started for it: what the display shows, and where the
-    screenshot went (the default name follows the image type: the simulator sends JPEG)."""
+    screenshot went (``.png`` becomes ``.jpg`` for the simulator's JPEG screenshots)."""
     from deskhand_d import __version__
     from deskhandctl.connect import open_session
     from deskhandctl.events import EventHandler
@@ -148,12 +149,18 @@ def _drive(
         print(f"demo: press {key} (element {index})")
         done = session.request("click", app=APP, state_id=state["state_id"], element_index=index)
         state = done if done.get("state_id") and done.get("text") else _observe(session)
+    # The app may draw the result a moment after the last click has been delivered: look
+    # again for a few seconds, as a person would, before calling it wrong.
+    deadline = time.monotonic() + 5
     final = _observe(session)
+    while _display(str(final["text"])) != EXPECTED and time.monotonic() < deadline:
+        time.sleep(0.2)
+        final = _observe(session)
     from deskhandctl.commands import save_screenshot
 
     if not final.get("screenshot"):
         raise RuntimeError("the backend sent no screenshot of the result")
-    if not chosen and final.get("screenshot_mime") == "image/jpeg":
+    if final.get("screenshot_mime") == "image/jpeg" and target.endswith(".png"):
         target = target.removesuffix(".png") + ".jpg"
     save_screenshot(target, str(final["screenshot"]))
     return _display(str(final["text"])), target

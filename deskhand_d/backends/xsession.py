@@ -237,7 +237,19 @@ def _start_x(desk: Desktop, size: str) -> None:
     read, write = os.pipe()
     try:
         desk.spawn(
-            ["Xvfb", "-displayfd", str(write), "-screen", "0", size, "-nolisten", "tcp"],
+            # -noreset: without it Xvfb resets when its last client leaves, and a client
+            # connecting at that moment is refused
+            [
+                "Xvfb",
+                "-displayfd",
+                str(write),
+                "-screen",
+                "0",
+                size,
+                "-nolisten",
+                "tcp",
+                "-noreset",
+            ],
             "xvfb",
             pass_fds=(write,),
         )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,6 +150,11 @@ def test_six_plus_seven_by_index_shows_13(child: McpChild, backend: Backend) -> 
             assert_numbered(ax.parse(done.text))
         _, tree = observe(child, backend)
         assert_numbered(tree)
+    for _ in range(25):  # the app may draw the result a moment after the click is delivered
+        if shows(tree, "13"):
+            break
+        time.sleep(0.2)
+        _, tree = observe(child, backend)
     assert shows(tree, "13"), tree.text
 
 
