@@ -265,8 +265,9 @@ class Backend:
         return session
 
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
-        recent = trio.current_time() - self._acted_at < _RECENT_INPUT_S
-        shot = await self.screen.screenshot(session.extents, settle=recent)
+        age = trio.current_time() - self._acted_at
+        recent = age if age < _RECENT_INPUT_S else None
+        shot = await self.screen.screenshot(session.extents, input_age=recent)
         if shot is not None:
             outcome.content.append(
                 {

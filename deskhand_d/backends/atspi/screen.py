@@ -23,11 +23,24 @@ T = TypeVar("T")
 
 #: Largest screenshot side we take (a full-screen window on a large monitor is still fine).
 MAX_SIDE = 8192
-#: After input, an app may update its accessibility tree before it repaints (GTK 4 does), so a
-#: screenshot right after an action is taken again until two captures this far apart agree,
-#: for at most SETTLE_MAX seconds (a blinking caret never agrees: the last capture is used).
+#: After input, an app may update its accessibility tree before it repaints (GTK 4 on Xvfb
+#: repaints 100-300 ms after a click, with press animations), so a screenshot taken soon after
+#: input waits until SETTLE_MIN has passed since the input and two captures SETTLE_STEP apart
+#: differ in at most SETTLE_NOISE bytes (a blinking, fading caret changes about 70), for at
+#: most SETTLE_MAX seconds.
+SETTLE_MIN = 0.15
 SETTLE_STEP = 0.04
-SETTLE_MAX = 0.6
+SETTLE_MAX = 1.0
+SETTLE_NOISE = 512
+
+
+def changed_bytes(a: bytes, b: bytes) -> int:
+    """How many bytes differ between two captures of the same size. Pure; C-speed big-int
+    arithmetic rather than a Python loop over half a million bytes."""
+    if len(a) != len(b):
+        return max(len(a), len(b))
+    xor = int.from_bytes(a, "big") ^ int.from_bytes(b, "big")
+    return len(a) - xor.to_bytes(len(a), "big").count(0)
 
 
 class ScreenUnavailable(Exception):
@@ -98,11 +111,12 @@ class Screen:
                 pass
 
     async def screenshot(
-        self, extents: tuple[int, int, int, int], *, settle: bool = False
+        self, extents: tuple[int, int, int, int], *, input_age: float | None = None
     ) -> bytes | None:
         """A PNG of the window rectangle, or None when no screenshot can be taken.
 
-        With ``settle`` (input was just sent) the pixels are captured until they stop changing.
+        ``input_age``: seconds since input was last sent to the app, when that was recent; the
+        pixels are then captured until they settle (see ``SETTLE_MIN``).
         """
         if not usable_rect(extents):
             return None
@@ -111,14 +125,17 @@ class Screen:
         def capture(d: X11) -> bytes:
             from . import png
 
+            if input_age is not None and input_age < SETTLE_MIN:
+                time.sleep(SETTLE_MIN - input_age)
             width, height, rgb = d.screenshot_rgb(x, y, w, h)
-            deadline = time.monotonic() + (SETTLE_MAX if settle else 0)
+            deadline = time.monotonic() + (SETTLE_MAX if input_age is not None else 0)
             while time.monotonic() < deadline:
                 time.sleep(SETTLE_STEP)
                 again = d.screenshot_rgb(x, y, w, h)[2]
-                if again == rgb:
-                    break
+                quiet = changed_bytes(again, rgb) <= SETTLE_NOISE
                 rgb = again
+                if quiet:
+                    break
             return png.encode_rgb(width, height, rgb)
 
         try:
