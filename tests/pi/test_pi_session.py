@@ -58,6 +58,10 @@ def test_scripted_model_adds_6_and_7(pi_desk: Any) -> None:
         assert r["details"]["method"] == "click"
         assert r["details"]["delivery"] == "dispatched"
         assert r["details"]["stateId"]
+        # The simulator answers a click with a screenshot; the result passes it on as an image.
+        assert r["images"] and r["images"][0]["mimeType"] == "image/jpeg", r["details"]
+        assert r["images"][0]["bytes"] > 1000
+        assert r["details"]["screenshot"] is True
     assert display_value(results[1]["text"]) == "6"
     assert display_value(results[4]["text"]) == "13"
     # What the backend really got, in order.

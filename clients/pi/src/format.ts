@@ -34,11 +34,19 @@ export function truncateHead(text: string, maxBytes: number, maxLines: number): 
 	return { text: kept.join("\n"), truncated: true };
 }
 
-export function screenshotContent(obs: Observation): ImageContent | undefined {
-	const data = obs.screenshot;
-	const mime = obs.screenshot_mime || "image/jpeg";
+/** The screenshot an observation or an action's answer carried, as an image item (if usable). */
+export function screenshotContent(
+	reply: Pick<Observation | ActionDone, "screenshot" | "screenshot_mime">,
+): ImageContent | undefined {
+	const data = reply.screenshot;
+	const mime = reply.screenshot_mime || "image/jpeg";
 	if (typeof data !== "string" || data.length === 0 || !IMAGE_TYPES.has(mime)) return undefined;
 	return { type: "image", data, mimeType: mime };
+}
+
+/** A tool result's content: the text, then the screenshot when there is one. */
+export function withScreenshot(text: string, image: ImageContent | undefined): Content[] {
+	return image ? [{ type: "text", text }, image] : [{ type: "text", text }];
 }
 
 export function treeText(text: string, marker: string): { text: string; truncated: boolean } {

@@ -7,7 +7,8 @@
  *
  * `ok` is False when the backend reported an error for the action (`text` says what).
  * When the backend's reply was a complete tree of the same app, `state_id` is a new
- * action-returned stateId (not for coordinate actions: it carries no screenshot).
+ * action-returned stateId (not for coordinate actions: it carries no screenshot). A
+ * screenshot the backend sent with its answer is passed on for people and planners to see.
  */
 export interface ActionDone {
 	app: string;
@@ -15,6 +16,8 @@ export interface ActionDone {
 	delivery: "dispatched" | "refused" | "unknown";
 	kind: "action";
 	ok: boolean;
+	screenshot?: string | null;
+	screenshot_mime?: string;
 	state_id?: string | null;
 	text: string;
 	tool: string;
