@@ -15,6 +15,9 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   ``python -c pass`` wall time, medians over interleaved runs. Target: <= 2.5.
 * tools/call round trip through Deskhand's MCP client vs raw JSON lines
   (``bench/backend_call.py``). Target: <= 1.5.
+* the AT-SPI backend on the real gnome-calculator (``bench/atspi.py``, a private Xvfb
+  desktop): warm ``get_app_state`` against a libatspi (python3-gi) full dump of the same
+  window, and click latency. Target: <= 0.5. Skipped where the desktop stack is missing.
 * a native ``click`` through the daemon (backend ``sim``) vs the same ``tools/call`` straight
   to a simulator over MCP stdio, p50 and p99, plus per-click latency and throughput with 20
   concurrent clients (``bench/native_click.py``; its own daemon and simulators). Target: p50
@@ -45,6 +48,8 @@ import trio
 from trio_websocket import wrap_client_stream
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from atspi import available as atspi_available
+from atspi import measure_atspi
 from ax_parse import measure_ax_parse
 from backend_call import measure_tools_call
 from native_click import measure_native_click, timed_ping, wait_connectable
@@ -274,6 +279,11 @@ def run() -> dict[str, Any]:
         # Its own daemon and simulators, with the processes above gone.
         results["native_click"] = step("native click round trips", measure_native_click)
         results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
+        missing = atspi_available()
+        if missing:
+            results["atspi"] = {"error": f"skipped: needs {missing} (.ci/setup-desktop.sh)"}
+        else:
+            results["atspi"] = step("AT-SPI on gnome-calculator", measure_atspi)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results
@@ -387,6 +397,7 @@ def table(results: dict[str, Any]) -> str:
             f" ms | {axp['splitlines_ms']:.2f} ms (`str.splitlines`) | {axp['ratio']:.1f}x | "
             f"<= {axp['target']}x | {verdict(axp['ratio'], axp['target'])} |"
         )
+    rows += atspi_rows(results.get("atspi"))
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
     else:
@@ -413,6 +424,20 @@ def table(results: dict[str, Any]) -> str:
             f"average {conc['mean_in_flight']:.1f} in the daemon at once (one FIFO queue).",
         ]
     return "\n".join(rows + notes)
+
+
+def atspi_rows(at: dict[str, Any] | None) -> list[str]:
+    if not at:
+        return []
+    if "error" in at:
+        return [f"| AT-SPI `get_app_state` (gnome-calculator) | n/a | | {at['error']} | | |"]
+    return [
+        f"| AT-SPI `get_app_state`, warm, {at['elements']} elements (tree + PNG) | "
+        f"{at['get_app_state_ms']:.1f} ms | {at['reference_dump_ms']:.1f} ms (libatspi dump) | "
+        f"{at['ratio']:.2f}x | <= {at['target']}x | {verdict(at['ratio'], at['target'])} |",
+        f"| AT-SPI click by index, p50 / p95 (answer includes the new tree + PNG) | "
+        f"{at['click_p50_ms']:.0f} / {at['click_p95_ms']:.0f} ms | none | | reported | |",
+    ]
 
 
 def native_click_rows(nc: dict[str, Any]) -> list[str]:

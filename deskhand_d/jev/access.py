@@ -2,15 +2,21 @@
 
 The key comes from ``TYPESAFE_API_KEY`` or an owner-only env file (``DESKHAND_ENV_FILE``, or the
 predecessor's ``JEV_CUA_ENV_FILE``) and is read once at start-up; it is held here and in the
-client only, never logged, traced or returned. The client is created on the first run.
+client only, never logged, traced or returned. The client is created on the first run, and
+httpx is imported only then: a daemon that never runs Jev does not pay its import time and
+memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from deskhand_d import errors as E
-from deskhand_d.jev.client import JevClient, load_key, resolve_url
+from deskhand_d.jev.settings import load_key, resolve_url
+
+if TYPE_CHECKING:
+    from deskhand_d.jev.client import JevClient
 
 
 class JevAccess:
@@ -47,6 +53,8 @@ class JevAccess:
                 url = resolve_url(self._env)
             except ValueError as exc:
                 raise E.ConfigError(str(exc)) from None
+            from deskhand_d.jev.client import JevClient
+
             self._client = JevClient(key=self._key, url=url)
         return self._client
 

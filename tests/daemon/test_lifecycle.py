@@ -124,3 +124,16 @@ def test_version_flag_is_fast_path() -> None:
     )
     assert out.returncode == 0
     assert out.stdout.strip().startswith("deskhand-d 0.")
+
+
+def test_the_daemon_starts_without_the_http_client() -> None:
+    """httpx (Jev's HTTP client) is imported on the first Jev run, not at start-up: a daemon
+    that never runs Jev keeps its time and memory (bench: idle RSS target)."""
+    code = (
+        "import sys, deskhand_d.app, deskhand_d.__main__; "
+        "print(sorted(m for m in ('httpx', 'httpcore') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]"
