@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,10 @@ class JevDesk:
         scenario: dict[str, Any] | None,
         config: str,
         extra_env: dict[str, str] | None = None,
+        grant: Callable[[Path], object] | None = None,
     ) -> None:
+        """``grant(config_home)`` saves the grants the run needs (default: the simulator's
+        apps); ``extra_env`` may point the daemon at another backend (``DESKHAND_BACKEND``)."""
         self.root = short_tmpdir()
         script_path = self.root / "script.json"
         script_path.write_text(json.dumps([{"expect_key": KEY}, *script]))
@@ -92,7 +95,10 @@ class JevDesk:
             conf = self.root / "config" / "deskhand"
             conf.mkdir(parents=True, mode=0o700, exist_ok=True)
             (conf / "config.toml").write_text(config)
-        save_grants(self.root / "config", SIM_APPS)
+        if grant is None:
+            save_grants(self.root / "config", SIM_APPS)
+        else:
+            grant(self.root / "config")
         env = {
             "DESKHAND_BACKEND": "sim",
             "DESKHAND_MODE": "jev",

@@ -1,0 +1,142 @@
+"""The real gnome-calculator (GTK 4) through the whole product: the daemon with the AT-SPI
+backend, consent for Calculator as the Linux platform identifies it, the ``deskhandctl``
+command line, and a Jev run decided by the fake Jev over real HTTP.
+
+Each test gets its own private desktop; the backend starts Calculator itself on the first
+observation. The person's "always" for Calculator is saved beforehand, as a grants file holds
+it after they answered once (keyed to the package that owns /usr/bin/gnome-calculator).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dhtest.daemon import DaemonProc, short_tmpdir, spawn_daemon
+from dhtest.desktop import MARKER, Desktop, desktop_or_skip
+from dhtest.jev_rig import JevDesk, pick, run_request
+
+from deskhand_d.backends.xsession import _KEYFILE
+from deskhand_d.consent.grants import GrantsFile
+from deskhand_d.consent.linux import LinuxPlatform
+from deskhand_d.jev import ax as ax
+
+ROOT = Path(__file__).resolve().parents[2]
+CTL = [sys.executable, "-m", "deskhandctl"]
+KEYS = ("6", "+", "7", "=")
+
+
+@pytest.fixture
+def desk() -> Iterator[Desktop]:
+    with desktop_or_skip(require=("gnome-calculator",)) as d:
+        yield d
+
+
+def backend_env(desk: Desktop) -> dict[str, str]:
+    """What the daemon needs to reach the private desktop (it keeps its own XDG dirs)."""
+    keep = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "GSETTINGS_BACKEND", "GDK_BACKEND", MARKER)
+    return {"DESKHAND_BACKEND": "atspi", **{k: desk.env[k] for k in keep}}
+
+
+def grant_calculator(env: dict[str, str]) -> Callable[[Path], None]:
+    def grant(config_home: Path) -> None:
+        # the app the backend starts reads its settings from the daemon's XDG_CONFIG_HOME
+        settings = config_home / "glib-2.0" / "settings"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "keyfile").write_text(_KEYFILE)
+        store = GrantsFile(config_home / "deskhand" / "grants.json")
+        store.add(LinuxPlatform(env=env).identify("Calculator"))
+
+    return grant
+
+
+def key_index(text: str, key: str) -> int:
+    for element in ax.parse(text).elements:
+        if "button" in element.role and element.label.split(",")[0].strip() == key:
+            return element.index
+    raise AssertionError(f"no {key!r} button in\n{text}")
+
+
+def shows(text: str, value: str) -> bool:
+    return any(e.role == "text" and e.label.strip() == value for e in ax.parse(text).elements)
+
+
+def ctl(daemon: DaemonProc, *args: str) -> dict[str, Any]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(daemon.root / "home"),
+        "DESKHAND_SOCKET": str(daemon.socket),
+        "DESKHAND_NO_AUTOSTART": "1",
+        "PYTHONPATH": str(ROOT / "clients"),
+    }
+    out = subprocess.run(
+        [*CTL, "--json", *args], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def test_deskhandctl_drives_the_real_calculator_to_13(desk: Desktop) -> None:
+    root = short_tmpdir()
+    env = backend_env(desk)
+    grant_calculator(env)(root / "config")
+    daemon = spawn_daemon(root, extra_env=env)
+    try:
+        seen = ctl(daemon, "observe", "Calculator")
+        for _ in range(50):  # the backend started the app; its keypad comes a moment later
+            if " 6" in seen["text"]:
+                break
+            time.sleep(0.3)
+            seen = ctl(daemon, "observe", "Calculator")
+        state, text = seen["state_id"], seen["text"]
+        for key in KEYS:
+            done = ctl(
+                daemon, "click", "--app", "Calculator", "--state", state,
+                "--index", str(key_index(text, key)),
+            )  # fmt: skip
+            assert done["delivery"] == "dispatched" and done["ok"] is True, done
+            seen = ctl(daemon, "observe", "Calculator")
+            state, text = seen["state_id"], seen["text"]
+        for _ in range(25):
+            if shows(text, "13"):
+                break
+            time.sleep(0.2)
+            text = ctl(daemon, "observe", "Calculator")["text"]
+        assert shows(text, "13"), text
+        audit = "\n".join(p.read_text() for p in (root / "state").rglob("*.jsonl"))
+        assert audit.count('"tool":"click"') + audit.count('"tool": "click"') >= 4
+    finally:
+        daemon.stop()
+
+
+def test_a_jev_run_on_the_real_calculator(desk: Desktop) -> None:
+    """The fake Jev picks 6, +, 7, = by their labels; the run ends verified on the tree."""
+    env = backend_env(desk)
+    script = [pick(f"button: {key}") for key in KEYS] + [pick("button: =")] * 2
+    jev = JevDesk(script, None, "", extra_env=env, grant=grant_calculator(env))
+    try:
+        c = jev.client()
+        reply, events = run_request(
+            c,
+            1,
+            app="Calculator",
+            goal="Calculate 6 + 7",
+            max_steps=6,
+            verify={"role": "text", "label_equals": "13"},
+        )
+        result = reply["result"]
+        assert (result["status"], result["verified"]) == ("done", True), result
+        assert 4 <= result["steps"] <= 6 and result["outcome_unknown"] is False
+        decided = [e for e in events if e["kind"] == "progress" and e["phase"] == "decided"]
+        assert len(decided) == result["steps"]
+        first = jev.jev_requests()[0]["body"]["questions"]["target"]["criteria"]
+        assert any(text.endswith("button: 6") or "button: 6" in text for text in first.values())
+    finally:
+        jev.close()
