@@ -140,3 +140,38 @@ def test_a_jev_run_on_the_real_calculator(desk: Desktop) -> None:
         assert any(text.endswith("button: 6") or "button: 6" in text for text in first.values())
     finally:
         jev.close()
+
+
+def _doctor(daemon: DaemonProc) -> dict[str, Any]:
+    out = subprocess.run(
+        [*CTL, "--socket", str(daemon.socket), "--no-autostart", "--json", "doctor"],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "clients")},
+        cwd=ROOT,
+    )
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
+def test_auto_picks_atspi_with_a_desktop_and_the_simulator_without(desk: Desktop) -> None:
+    """``backend = auto`` on Linux: with the private desktop's buses the AT-SPI server (doctor
+    says so and why, and its handshake offers Sky's ten tools); with no session bus at all the
+    simulator, and doctor names the missing bus."""
+    env = {k: v for k, v in backend_env(desk).items() if k != "DESKHAND_BACKEND"}
+    with_desk = spawn_daemon(short_tmpdir(), extra_env=env)
+    try:
+        found = _doctor(with_desk)
+    finally:
+        with_desk.stop()
+    assert found["backend"] == "auto -> atspi" and found["handshake_ok"] is True, found
+    assert found["notice"].startswith("using AT-SPI:") and len(found["tools"]) == 10
+    assert found["schema_differences"] == []
+    bare = spawn_daemon(short_tmpdir(), extra_env={"DBUS_SESSION_BUS_ADDRESS": ""})
+    try:
+        missing = _doctor(bare)
+    finally:
+        bare.stop()
+    assert missing["backend"] == "auto -> sim", missing
+    assert "DBUS_SESSION_BUS_ADDRESS" in missing["notice"]
