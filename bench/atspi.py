@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-for extra in (ROOT, ROOT / "tests" / "conformance"):
+for extra in (ROOT, ROOT / "tests"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from mcpstdio import McpChild  # noqa: E402
+from dhtest.mcpstdio import McpChild  # noqa: E402
 
 from deskhand_d.backends import xsession  # noqa: E402
 from deskhand_d.jev import ax  # noqa: E402

@@ -142,3 +142,18 @@ def structural(schema: dict[str, Any]) -> dict[str, Any]:
         "required": sorted(schema.get("required") or []),
         "type": schema.get("type"),
     }
+
+
+def tool_objects(descriptions: dict[str, str]) -> list[dict[str, Any]]:
+    """The ``tools/list`` answer of a backend serving this surface with ``descriptions`` (one
+    per tool, in the backend's own words): Sky's order, schemas and annotations, no ``title``
+    and no ``outputSchema``."""
+    return [
+        {
+            "annotations": tool_annotations(name),
+            "description": descriptions[name],
+            "inputSchema": input_schema(name),
+            "name": name,
+        }
+        for name in TOOL_ORDER
+    ]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpstdio import McpChild, ToolResult
+from dhtest.mcpstdio import McpChild, ToolResult
 
 from deskhand_d.backends import doctor, surface
 from deskhand_d.backends.sim import texts

@@ -55,15 +55,7 @@ DESCRIPTIONS: Final = {
 
 
 def tool_list() -> list[dict[str, Any]]:
-    return [
-        {
-            "annotations": surface.tool_annotations(name),
-            "description": DESCRIPTIONS[name],
-            "inputSchema": surface.input_schema(name),
-            "name": name,
-        }
-        for name in surface.TOOL_ORDER
-    ]
+    return surface.tool_objects(DESCRIPTIONS)
 
 
 class AtspiServer(Server):

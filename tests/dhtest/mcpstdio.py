@@ -1,9 +1,11 @@
-"""A small synchronous MCP client over a child process's stdin and stdout, for conformance tests.
+"""A small synchronous MCP client over a child process's stdin and stdout, for backend tests.
 
 It speaks newline-delimited JSON-RPC exactly as a backend expects (initialize, the initialized
 notification, tools/list, tools/call) and nothing more, so the same tests can drive any backend
-command: the simulator, the AT-SPI server, or a future one. A reader thread collects stdout;
-server-initiated requests (approval elicitations) are declined unless a test says otherwise.
+command: the simulator, the AT-SPI server, or a future one. It is independent of Deskhand's own
+MCP client on purpose, so backends are checked against plain bytes. A reader thread collects
+stdout; server-initiated requests (approval elicitations) are accepted, or declined when a test
+asks for that. stderr goes to a file when one is named, else it is kept in memory.
 """
 
 from __future__ import annotations
@@ -41,22 +43,37 @@ class McpChild:
         *,
         cwd: Path | None = None,
         accept_elicitations: bool = True,
+        initialize: bool = True,
+        stderr_path: Path | None = None,
     ) -> None:
-        self.proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(env),
-            cwd=cwd,
-        )
+        self.stderr_path = stderr_path
+        err = open(stderr_path, "wb") if stderr_path else subprocess.PIPE  # noqa: SIM115
+        try:
+            self.proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=dict(env),
+                cwd=cwd,
+            )
+        finally:
+            if stderr_path:
+                err.close()  # type: ignore[union-attr]
         self.accept = accept_elicitations
         self._next = 0
         self._replies: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self.stderr: list[bytes] = []
+        self.server_info: dict[str, Any] = {}
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        if not stderr_path:
+            threading.Thread(target=self._drain_stderr, daemon=True).start()
+        if initialize:
+            self.initialize()
+
+    def initialize(self) -> dict[str, Any]:
+        """The MCP handshake: ``initialize``, then the ``initialized`` notification."""
         init = self.request(
             "initialize",
             {
@@ -65,8 +82,9 @@ class McpChild:
                 "clientInfo": {"name": "deskhand-conformance", "version": "1"},
             },
         )
-        self.server_info: dict[str, Any] = init["result"]["serverInfo"]
+        self.server_info = init["result"]["serverInfo"]
         self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return init
 
     # ----- wire ---------------------------------------------------------------------------
 
@@ -103,7 +121,9 @@ class McpChild:
         else:
             self._send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
 
-    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = TIMEOUT
+    ) -> dict[str, Any]:
         with self._lock:
             self._next += 1
             rid = self._next
@@ -113,10 +133,10 @@ class McpChild:
             message["params"] = params
         self._send(message)
         try:
-            return box.get(timeout=TIMEOUT)
+            return box.get(timeout=timeout)
         except queue.Empty:
-            err = b"".join(self.stderr[-20:]).decode(errors="replace")
-            raise AssertionError(f"no answer to {method} in {TIMEOUT}s; stderr:\n{err}") from None
+            err = self.stderr_text()[-4000:]
+            raise AssertionError(f"no answer to {method} in {timeout}s; stderr:\n{err}") from None
 
     # ----- tools --------------------------------------------------------------------------
 
@@ -124,8 +144,8 @@ class McpChild:
         tools: list[dict[str, Any]] = self.request("tools/list", {})["result"]["tools"]
         return tools
 
-    def call(self, name: str, **arguments: Any) -> ToolResult:
-        reply = self.request("tools/call", {"name": name, "arguments": arguments})
+    def call(self, name: str, timeout: float = TIMEOUT, **arguments: Any) -> ToolResult:
+        reply = self.request("tools/call", {"name": name, "arguments": arguments}, timeout)
         assert "result" in reply, reply
         result = reply["result"]
         texts, images = [], []
@@ -136,17 +156,25 @@ class McpChild:
                 images.append((block.get("mimeType", ""), base64.b64decode(block["data"])))
         return ToolResult(result, bool(result.get("isError")), "\n".join(texts), images)
 
-    def close(self) -> None:
+    def stderr_text(self) -> str:
+        if self.stderr_path is not None:
+            exists = self.stderr_path.exists()
+            return self.stderr_path.read_text(errors="replace") if exists else ""
+        return b"".join(self.stderr).decode(errors="replace")
+
+    def close(self) -> int:
+        """End stdin (a backend exits on EOF) and wait; returns the exit status."""
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             try:
                 self.proc.stdin.close()
             except OSError:
                 pass
         try:
-            self.proc.wait(timeout=10)
+            code = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            self.proc.wait(timeout=10)
+            code = self.proc.wait(timeout=10)
         for stream in (self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
+        return code
