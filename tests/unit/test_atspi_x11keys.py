@@ -252,3 +252,14 @@ def test_chunks_by_spares_limits_missing_keysyms_per_chunk() -> None:
     assert list(chunks_by_spares([a, a], keymap, 1)) == [[a, a]]
     assert list(chunks_by_spares([], keymap, 1)) == []
     assert list(chunks_by_spares([x, y], keymap, 1)) == [[x], [y]]
+
+
+def test_pointer_and_wheel_button_names() -> None:
+    from deskhand_d.backends.atspi.x11keys import pointer_button, wheel_button
+
+    assert [pointer_button(n) for n in ("left", "Middle", " right ")] == [1, 2, 3]
+    assert [wheel_button(d) for d in ("up", "down", "left", "right")] == [4, 5, 6, 7]
+    with pytest.raises(ValueError, match="unknown button 'back'"):
+        pointer_button("back")
+    with pytest.raises(ValueError, match="unknown scroll direction 'sideways'"):
+        wheel_button("sideways")

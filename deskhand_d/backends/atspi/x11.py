@@ -43,10 +43,10 @@ from deskhand_d.backends.atspi.x11keys import (
     chunks_by_spares,
     keysym_for_char,
     parse_key_spec,
+    pointer_button,
+    wheel_button,
 )
 
-BUTTONS = {"left": 1, "middle": 2, "right": 3}
-SCROLL_BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
 # One wheel notch scrolls about three lines in GTK and Qt; five notches cover a good part of
 # a window without skipping past content the caller has not seen yet.
 CLICKS_PER_PAGE = 5
@@ -197,7 +197,7 @@ class X11:
         Raises:
             ValueError: Unknown button, count below 1, or a point off the screen.
         """
-        number = _lookup(BUTTONS, button, "button")
+        number = pointer_button(button)
         if count < 1:
             raise ValueError(f"click count must be at least 1, got {count}")
         px, py = self._point(x, y)
@@ -233,7 +233,7 @@ class X11:
         Raises:
             ValueError: Unknown direction, non-positive pages, or a point off the screen.
         """
-        number = _lookup(SCROLL_BUTTONS, direction, "scroll direction")
+        number = wheel_button(direction)
         if not pages > 0 or math.isinf(pages):
             raise ValueError(f"pages must be a positive number, got {pages}")
         px, py = self._point(x, y)
@@ -398,10 +398,3 @@ def _close_abandoned_sockets(exc: BaseException | None) -> None:
                     value.close()
             tb = tb.tb_next
         exc = exc.__cause__ or exc.__context__
-
-
-def _lookup(table: dict[str, int], name: str, what: str) -> int:
-    number = table.get(name.strip().lower())
-    if number is None:
-        raise ValueError(f"unknown {what} {name!r}; use one of {', '.join(table)}")
-    return number

@@ -1,6 +1,6 @@
-"""Key names to X keysyms, and finding keysyms in a keyboard mapping; no I/O.
+"""Key names to X keysyms, finding keysyms in a keyboard mapping, pointer button names; no I/O.
 
-This module owns two pure questions the X11 input code asks:
+This module owns the pure questions the X11 input code asks:
 
 * What does a key spec such as ``Return``, ``ctrl+shift+t`` or ``KP_Add`` mean? Specs follow
   xdotool's naming (X keysym names joined by ``+``), plus case-insensitive aliases that people
@@ -8,6 +8,7 @@ This module owns two pure questions the X11 input code asks:
   stands for itself, so ``é`` or ``€`` work even though their keysym names are obscure.
 * Given the server's keyboard mapping (a table of keysyms per keycode), which keycode and
   shift level produce a keysym, and which keycodes are free to borrow for one that is missing?
+* Which X button does a pointer button name (``left``) or a wheel direction (``down``) mean?
 
 Keysym names come from python-xlib's keysym tables, which are plain Python data.
 """
@@ -304,3 +305,24 @@ def chunks_by_spares(keysyms: Sequence[int], keymap: Keymap, capacity: int) -> I
         chunk.append(keysym)
     if chunk:
         yield chunk
+
+
+_BUTTONS = {"left": 1, "middle": 2, "right": 3}
+_WHEEL = {"up": 4, "down": 5, "left": 6, "right": 7}
+
+
+def _named(table: dict[str, int], name: str, what: str) -> int:
+    number = table.get(name.strip().lower())
+    if number is None:
+        raise ValueError(f"unknown {what} {name!r}; use one of {', '.join(table)}")
+    return number
+
+
+def pointer_button(name: str) -> int:
+    """``left``, ``middle`` or ``right`` -> the X pointer button number."""
+    return _named(_BUTTONS, name, "button")
+
+
+def wheel_button(direction: str) -> int:
+    """A scroll direction -> the X button a wheel notch in that direction sends."""
+    return _named(_WHEEL, direction, "scroll direction")
