@@ -72,6 +72,7 @@ def node_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env["PI_TELEMETRY"] = "0"
     env["DH_PI_PKG"] = str(PI_DIR)
     env["DH_PI_NODE_MODULES"] = str(PI_NODE_MODULES)
+    env["DH_PI_OUR_TOOLS"] = json.dumps(OUR_TOOLS)
     if extra:
         env.update(extra)
     return env

@@ -18,22 +18,8 @@ const pi = await import(pathToFileURL(join(NM, "@earendil-works/pi-coding-agent/
 const piAi = await import(pathToFileURL(join(NM, "@earendil-works/pi-ai/dist/index.js")).href);
 const { fauxProvider, fauxAssistantMessage, fauxToolCall } = piAi;
 
-const OURS = [
-	"cua_status",
-	"jev_cua_status",
-	"cua_list_apps",
-	"cua_get_app_state",
-	"cua_click",
-	"cua_drag",
-	"cua_perform_secondary_action",
-	"cua_press_key",
-	"cua_scroll",
-	"cua_select_text",
-	"cua_set_value",
-	"cua_type_text",
-	"jev_cua_observe",
-	"jev_cua_run",
-];
+// Our 14 tool names, from the test (tests/pi/conftest.py OUR_TOOLS), written once there.
+const OURS = JSON.parse(process.env.DH_PI_OUR_TOOLS ?? "[]");
 
 const scratch = mkdtempSync(join(tmpdir(), "dhpi-"));
 const cwd = join(scratch, "cwd");
