@@ -142,8 +142,8 @@ def test_keys_typing_and_coordinates(server: Server) -> None:
 
 
 def test_galculator_gtk3_smoke(server: Server) -> None:
-    """GTK 3 (last: with no window manager its window covers the calculator's and
-    takes the keys): galculator launches, 6 + 7 = by index, the display reads 13."""
+    """GTK 3: galculator launches, 6 + 7 = by index, the display reads 13. (Window order
+    between two apps is tested in test_window_order.py.)"""
     text, images, err = server.tool("get_app_state", app="galculator")
     assert not err, text
     assert "App: Galculator." in text.splitlines()[3]

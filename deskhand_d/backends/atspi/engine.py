@@ -264,7 +264,15 @@ class Backend:
         self.sessions[target.bundle_id] = session
         return session
 
+    async def _give_keyboard(self, session: Session) -> None:
+        """Keys go wherever the X input focus is: ask the toolkit (AT-SPI) and the X server
+        (or the window manager) to put it on the app's window first."""
+        await actions.focus_window(self.bus, session.window)
+        await self.screen.activate(session.pid, focus=True)
+
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
+        # Without a window manager, another app's window may lie over this one: raise it.
+        await self.screen.activate(session.pid, focus=False)
         age = trio.current_time() - self._acted_at
         recent = age if age < _RECENT_INPUT_S else None
         shot = await self.screen.screenshot(session.extents, input_age=recent)
@@ -369,9 +377,9 @@ class Backend:
             points = [float(args[k]) for k in ("from_x", "from_y", "to_x", "to_y")]
             await actions.drag(where, points)
         elif name == "press_key":
-            await actions.focus_window(self.bus, session.window)
+            await self._give_keyboard(session)
             await actions.keys(where, args["key"])
         elif name == "type_text":
-            await actions.focus_window(self.bus, session.window)
+            await self._give_keyboard(session)
             await actions.type_text(where, args["text"])
         return None

@@ -143,5 +143,15 @@ class Screen:
         except (ScreenUnavailable, ValueError):
             return None
 
+    async def activate(self, pid: int, *, focus: bool) -> None:
+        """Raise ``pid``'s window (with ``focus``, give it the keyboard); best effort, so a
+        display that is missing or refuses leaves the call to say so on its own terms."""
+        if pid <= 0:
+            return
+        try:
+            await self.run(lambda d: d.activate_pid(pid, focus=focus))
+        except ScreenUnavailable:
+            pass
+
     def close(self) -> None:
         self._forget()

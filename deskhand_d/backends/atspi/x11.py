@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -36,7 +35,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
-from deskhand_d.backends.atspi import png
+from deskhand_d.backends.atspi import png, x11focus, xlibquirks
 from deskhand_d.backends.atspi.x11keys import (
     Keymap,
     KeymapError,
@@ -51,6 +50,12 @@ from deskhand_d.backends.atspi.x11keys import (
 # a window without skipping past content the caller has not seen yet.
 CLICKS_PER_PAGE = 5
 _DRAG_STEPS = 10
+# Typed characters are spaced this far apart: apps read keys asynchronously, and some drop
+# keys that come faster than they redraw (galculator loses "+1" typed right after "12" at
+# 25 ms apart; at 35 ms it keeps them all). A long text is typed faster so that it stays
+# within TYPE_BUDGET_S, under the backend's 30 s per-call limit.
+TYPE_PACE_S = 0.04
+TYPE_BUDGET_S = 20.0
 # GetImage replies are fetched in bands of about this many bytes: python-xlib grows its
 # receive buffer by copying, which turns quadratic on one huge reply.
 _BAND_BYTES = 1 << 20
@@ -112,11 +117,7 @@ class X11:
         self._closed = False
         # Errors for requests without a reply arrive later; keep them for the next check.
         conn.set_error_handler(self._on_error)
-        # python-xlib 0.33 registers RANDR's and DAMAGE's error classes at their raw codes,
-        # forgetting the extension's first_error, so they shadow core errors: a BadValue (2)
-        # would be parsed as BadRRMode and crash with AttributeError. Core codes are below
-        # 128 and extension codes never are, so putting the core classes back is safe.
-        conn.display.error_classes.update(xerror.xerror_class)
+        xlibquirks.restore_core_errors(conn)
 
     @classmethod
     def open(cls, display: str | None = None) -> X11:
@@ -135,7 +136,7 @@ class X11:
         try:
             conn = xdisplay.Display(name)
         except (xerror.DisplayError, xerror.ConnectionClosedError, xerror.XauthError) as exc:
-            _close_abandoned_sockets(exc)
+            xlibquirks.close_abandoned_sockets(exc)
             raise X11Unavailable(
                 f"cannot connect to X display {name!r} ({exc}). Check that an X server runs "
                 "there and that DISPLAY (and XAUTHORITY, if it uses one) point at it"
@@ -269,6 +270,7 @@ class X11:
             ValueError: The text holds a control character other than newline or tab.
         """
         keysyms = [keysym_for_char(c) for c in text.replace("\r\n", "\n")]
+        pace = min(TYPE_PACE_S, TYPE_BUDGET_S / max(1, len(keysyms)))
         with self._session():
             keymap = self._current_keymap()
             capacity = max(1, len(keymap.spare_keycodes()))
@@ -276,6 +278,19 @@ class X11:
                 with self._bound(chunk) as chunk_keymap:
                     for keysym in chunk:
                         self._tap(chunk_keymap.codes_for(keysym), [])
+                        self._conn.sync()  # delivered now, then the app gets its moment
+                        time.sleep(pace)
+
+    # --- windows -----------------------------------------------------------------------
+
+    def activate_pid(self, pid: int, *, focus: bool) -> bool:
+        """Raise the top window of process ``pid`` (and, with ``focus``, give it the
+        keyboard); see :mod:`.x11focus`. False when that process shows no window."""
+        with self._session():
+            windows = x11focus.windows_of(self._conn, self._root, pid)
+            if windows:
+                x11focus.activate(self._conn, self._root, windows[-1], focus=focus)
+            return bool(windows)
 
     # --- lifetime ----------------------------------------------------------------------
 
@@ -379,22 +394,3 @@ class X11:
             self._fake(X.KeyPress, code)
         for code in reversed(down):
             self._fake(X.KeyRelease, code)
-
-
-def _close_abandoned_sockets(exc: BaseException | None) -> None:
-    """Close the sockets python-xlib leaves open when a connection attempt fails.
-
-    Its connect helpers keep the socket only in a local variable of the frame that raised,
-    so it lives on in the traceback and is closed (with a ResourceWarning) whenever the
-    error is garbage-collected. Closing it here makes the failure path tidy and quiet.
-    """
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        tb = exc.__traceback__
-        while tb is not None:
-            for value in tb.tb_frame.f_locals.values():
-                if isinstance(value, socket.socket):
-                    value.close()
-            tb = tb.tb_next
-        exc = exc.__cause__ or exc.__context__
