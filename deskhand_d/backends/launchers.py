@@ -127,28 +127,29 @@ def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str])
     )
 
 
-def sim_spec(
-    cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
+def _bundled_spec(
+    kind: str, cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str
 ) -> LaunchSpec:
+    """A backend that ships with Deskhand: ``python -m deskhand_d.backends.<kind>``."""
     return LaunchSpec(
-        kind="sim",
-        argv=(sys.executable, "-m", "deskhand_d.backends.sim"),
+        kind=kind,
+        argv=(sys.executable, "-m", f"deskhand_d.backends.{kind}"),
         env=child_env(env, secrets),
         cwd=cfg.cwd or None,
         notice=notice,
     )
+
+
+def sim_spec(
+    cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
+) -> LaunchSpec:
+    return _bundled_spec("sim", cfg, env, secrets, notice)
 
 
 def atspi_spec(
     cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
 ) -> LaunchSpec:
-    return LaunchSpec(
-        kind="atspi",
-        argv=(sys.executable, "-m", "deskhand_d.backends.atspi"),
-        env=child_env(env, secrets),
-        cwd=cfg.cwd or None,
-        notice=notice,
-    )
+    return _bundled_spec("atspi", cfg, env, secrets, notice)
 
 
 def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
