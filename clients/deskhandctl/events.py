@@ -6,7 +6,9 @@ are terminals the CLI declared ``can_answer_questions`` in its hello, shows the 
 stderr with the backend's text quoted as untrusted, reads ``y``/``yes`` from stdin to accept
 (anything else, an empty line or end of file declines) and sends the ``answer`` op. Deskhand's
 own consent question (``app_consent``) offers ``[o]nce / [a]lways / [d]eny`` (``always`` only
-when the daemon offers it) and defaults to deny. The pending
+when the daemon offers it) and defaults to deny. Before a question is shown, whatever was typed
+on the terminal and not yet read is discarded (as sudo and ssh do before a password prompt), so
+only keys pressed after the question appeared can answer it. The pending
 request then carries on and its own reply is printed as usual. Without a terminal nothing is
 answered, and the daemon cancels the question. Ctrl-C at the prompt sends no answer: the
 KeyboardInterrupt leaves through ``main`` (exit 130), the connection closes and the daemon
@@ -41,6 +43,27 @@ def terminal_attached() -> bool:
         return os.isatty(0) and os.isatty(2)
     except OSError:
         return False
+
+
+def discard_typeahead(stdin: TextIO) -> None:
+    """Throw away what was typed on the terminal ``stdin`` but not read yet.
+
+    Called before every question: a key pressed before the question appeared (a stray ``y``,
+    an ``a`` meant for something else) must not answer it. Only a terminal has such a queue;
+    from a pipe or a file the answers were written on purpose and are read as they are.
+    """
+    try:
+        fd = stdin.fileno()
+    except (OSError, ValueError):  # not backed by a file descriptor, or closed
+        return
+    if not os.isatty(fd):
+        return
+    import termios  # only here: the CLI's usual path never shows a question
+
+    try:
+        termios.tcflush(fd, termios.TCIFLUSH)
+    except termios.error:
+        pass  # the terminal went away; the read that follows sees end of file and declines
 
 
 class EventHandler:
@@ -96,6 +119,7 @@ class EventHandler:
 
     def _ask(self, event: dict[str, Any], text: str) -> str:
         """Show the question and read the person's decision: ``accept`` or ``decline``."""
+        discard_typeahead(self._stdin or sys.stdin)
         choices = event.get("choices")
         if event.get("question") == "app_consent":
             return self._consent(text, choices if isinstance(choices, list) else [])
