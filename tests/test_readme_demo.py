@@ -1,5 +1,6 @@
 """The README's main job really does 6 + 7 = 13: on this Linux machine with the real
-gnome-calculator through AT-SPI in a private desktop, and with ``--sim`` on the simulator.
+gnome-calculator through AT-SPI in a private desktop (also while another desktop runs a
+Calculator of its own), and with ``--sim`` on the simulator.
 
 The screenshot the demo saves is read back with OCR (tesseract), so "the screenshot shows 13"
 is checked on the pixels, not taken from the tree text.
@@ -8,6 +9,7 @@ is checked on the pixels, not taken from the tree text.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -87,6 +89,31 @@ def test_demo_script_drives_the_real_calculator_to_13() -> None:
         assert _demo_profiles() <= before_profiles
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_demo_finds_its_own_calculator_while_another_desktop_runs_one(tmp_path: Path) -> None:
+    """A gnome-calculator already runs on a second private Xvfb desktop (its own display and
+    session bus). The demo's backend must not take it for its own app still starting (it would
+    wait for a window that never reaches its accessibility bus): it starts Calculator on the
+    demo's desktop, reaches 13, and leaves the other one running untouched."""
+    require_binaries("gnome-calculator")
+    with xsession.private_desktop(apps=("gnome-calculator",)) as other:
+        decoy = other.apps["gnome-calculator"]
+        out = subprocess.run(
+            [str(ROOT / ".venv" / "bin" / "deskhandctl"), "demo", "--screenshot", "r.png"],
+            cwd=tmp_path,
+            env=_env(tmp_path),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        own = re.search(r"started a private desktop on (:\d+)", out.stdout)
+        assert own is not None and own.group(1) != other.display, out.stdout
+        assert "Calculator shows 13: done." in out.stdout
+        assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+        assert decoy.poll() is None, "the other desktop's Calculator was disturbed"
 
 
 @pytest.mark.parametrize("flag", ["--sim"])

@@ -4,7 +4,9 @@ What this owns: listing the applications registered with the AT-SPI registry (na
 executable), choosing an application's window the way a person would see it (the active one,
 else the first visible one), the window's screen rectangle, and launching an installed app the
 way Sky does when ``get_app_state`` names one that is not running, then waiting until its
-window is there and has settled.
+window is there and has settled. A process counts as "already running" only when it belongs to
+this desktop (:func:`same_desktop`): another display or session bus is someone else's desktop,
+whose windows this backend can never see.
 """
 
 from __future__ import annotations
@@ -144,11 +146,68 @@ async def launch(entry: DesktopApp, env: Mapping[str, str]) -> trio.Process:
     )
 
 
+#: The variables that say which desktop a process belongs to.
+DESKTOP_VARS: Final = ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
+
+
+def _display(value: str) -> str:
+    """``:99.0`` and ``:99`` name the same X display (the screen number does not matter)."""
+    host, sep, rest = value.rpartition(":")
+    if not sep:
+        return value
+    number = rest.partition(".")[0]
+    return f"{host}:{number}"
+
+
+def _bus(value: str) -> frozenset[str]:
+    """A D-Bus address list without the server ``guid`` (one bus, listed with or without it)."""
+    out = set()
+    for address in value.split(";"):
+        transport, _, keys = address.partition(":")
+        kept = sorted(k for k in keys.split(",") if k and not k.startswith("guid="))
+        if transport:
+            out.add(f"{transport}:{','.join(kept)}")
+    return frozenset(out)
+
+
+def same_desktop(theirs: Mapping[str, str], ours: Mapping[str, str]) -> bool:
+    """Does a process with environment ``theirs`` live on the desktop described by ``ours``?
+
+    Pure. The X display, the Wayland display and the session bus must all be the same (unset
+    on both sides counts as the same). A program on another Xvfb or another session bus is on
+    another desktop even when it is the very same executable.
+    """
+    return (
+        _display(theirs.get("DISPLAY", "")) == _display(ours.get("DISPLAY", ""))
+        and theirs.get("WAYLAND_DISPLAY", "") == ours.get("WAYLAND_DISPLAY", "")
+        and _bus(theirs.get("DBUS_SESSION_BUS_ADDRESS", ""))
+        == _bus(ours.get("DBUS_SESSION_BUS_ADDRESS", ""))
+    )
+
+
+def environ_of(path: str) -> dict[str, str]:
+    """The desktop variables of ``/proc/PID/environ`` (what the process was started with).
+
+    Raises OSError when the process is gone or not ours to read.
+    """
+    with open(path, "rb") as f:
+        raw = f.read()
+    out: dict[str, str] = {}
+    for item in raw.split(b"\0"):
+        key, sep, value = item.partition(b"=")
+        name = key.decode("utf-8", "replace")
+        if sep and name in DESKTOP_VARS:
+            out[name] = value.decode("utf-8", "replace")
+    return out
+
+
 def already_started(entry: DesktopApp, env: Mapping[str, str], proc: str = "/proc") -> bool:
-    """Is a process of ``entry``'s program already running as us (still starting, say)?
+    """Is a process of ``entry``'s program already running as us on this desktop?
 
     A second launch of a single-instance GTK app opens another, empty window in the first
-    one's process: window and screenshot would then disagree about which one is operated.
+    one's process: window and screenshot would then disagree about which one is operated. The
+    same program on another display or session bus does not count: its window never shows up
+    on our accessibility bus, so waiting for it would only end in ``noWindowsAvailable``.
     """
     program = shutil.which(entry.argv[0], path=env.get("PATH")) if entry.argv else None
     if not program:
@@ -161,7 +220,9 @@ def already_started(entry: DesktopApp, env: Mapping[str, str], proc: str = "/pro
         try:
             if os.stat(f"{proc}/{pid}").st_uid != uid:
                 continue
-            if os.path.realpath(f"{proc}/{pid}/exe") == wanted:
+            if os.path.realpath(f"{proc}/{pid}/exe") != wanted:
+                continue
+            if same_desktop(environ_of(f"{proc}/{pid}/environ"), env):
                 return True
         except OSError:  # gone, or not ours to look at
             continue
