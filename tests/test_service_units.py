@@ -492,41 +492,87 @@ def test_daemon_command_prefers_the_console_script(tmp_path: Path) -> None:
     assert Path(real[0]).is_absolute() and os.access(real[0], os.X_OK)
 
 
-def test_install_without_systemctl_writes_units_and_explains(
+def test_install_without_systemctl_writes_nothing_and_explains(
     box: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No systemctl on PATH: units are written 0644, the output says how to enable them."""
-    assert service.main(["install", "--platform", "linux"]) == 0
+    """No systemctl on PATH: exit 69, no file or directory made, on-demand start named."""
+    before = box.snapshot()
+    assert service.main(["install", "--platform", "linux"]) == service.NO_MANAGER == 69
     out, err = capsys.readouterr()
-    unit_dir = box.config / "systemd" / "user"
-    unit, sock = unit_dir / "deskhand.service", unit_dir / "deskhand.socket"
-    assert unit.read_text() == _units.render_service(service.daemon_command())
-    assert sock.read_text() == _units.render_socket()
-    assert stat.S_IMODE(unit.stat().st_mode) == stat.S_IMODE(sock.stat().st_mode) == 0o644
-    assert f"wrote {unit}" in out
-    assert "no systemctl on PATH" in err
-    assert "systemctl --user daemon-reload" in err
-    assert "systemctl --user enable --now deskhand.socket" in err
-    assert sorted(p.name for p in unit_dir.iterdir()) == ["deskhand.service", "deskhand.socket"]
+    assert box.snapshot() == before
+    assert out == ""
+    assert "nothing was installed" in err and "there is no systemctl on PATH" in err
+    assert "deskhandctl starts deskhand-d on demand (try 'deskhandctl status')" in err
+    assert "where 'systemctl --user show-environment' works" in err
+    assert "enable --now" not in err  # no command that cannot work here
+    assert "earlier installation" not in err
 
     assert service.main(["uninstall", "--platform", "linux"]) == 0
-    out, err = capsys.readouterr()
-    assert not unit.exists() and not sock.exists()
-    assert f"removed {unit}" in out
-    assert "systemctl --user stop deskhand.socket deskhand.service" in err
+    assert "nothing to remove" in capsys.readouterr().out
 
 
 def test_install_when_the_user_manager_does_not_answer(
     box: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """systemctl present but no user bus: files are written, the bus error is quoted."""
+    """systemctl present but no user bus: the bus error is quoted and nothing is written."""
     box.fake("systemctl", 'echo "Failed to connect to bus: No medium found" >&2; exit 1')
-    assert service.main(["install", "--platform", "linux"]) == 0
+    before = box.snapshot()
+    assert service.main(["install", "--platform", "linux"]) == 69
     err = capsys.readouterr().err
-    assert "Failed to connect to bus: No medium found" in err
-    assert "systemctl --user enable --now deskhand.socket" in err
+    assert (
+        "the service manager cannot be reached ('systemctl --user show-environment' failed: "
+        "Failed to connect to bus: No medium found)" in err
+    )
     assert box.calls() == ["systemctl --user show-environment"]
-    assert (box.config / "systemd" / "user" / "deskhand.socket").is_file()
+    assert box.snapshot() == before | {"calls.log"}
+
+
+def test_install_without_a_manager_keeps_an_earlier_installation(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Units from an earlier install are neither rewritten nor removed; the message names them."""
+    box.fake("systemctl", "exit 1")
+    unit, sock = write_units(box.config / "systemd" / "user", "[Unit]\n# older\n")
+    assert service.main(["install", "--platform", "linux"]) == 69
+    err = capsys.readouterr().err
+    assert unit.read_text() == "[Unit]\n# older\n" and sock.is_file()
+    assert f"left as they were: {unit}, {sock}. 'deskhandctl service uninstall' removes" in err
+
+
+def test_uninstall_without_a_manager_removes_the_files_and_says_so(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The files go (exit 0); the output says the manager was not told, never that they stay."""
+    box.fake("systemctl", 'echo "Failed to connect to bus: No medium found" >&2; exit 1')
+    unit_dir = box.config / "systemd" / "user"
+    unit, sock = write_units(unit_dir, _units.render_service(service.daemon_command()))
+    wants = unit_dir / "sockets.target.wants" / "deskhand.socket"
+    wants.parent.mkdir()
+    wants.symlink_to(sock)
+    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    out, err = capsys.readouterr()
+    assert list(unit_dir.rglob("deskhand*")) == []
+    assert not os.path.lexists(wants)
+    assert f"removed {unit}\nremoved {sock}\nremoved {wants}\n" in out
+    assert "units are removed" in out and "on demand again" in out
+    assert "Failed to connect to bus: No medium found), so it was not told." in err
+    assert "stop it there with:\n  systemctl --user stop deskhand.socket deskhand.service\n" in err
+    assert "in place" not in out + err
+    assert box.calls() == ["systemctl --user show-environment"]
+
+
+def test_macos_install_without_a_gui_session_writes_nothing(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No GUI domain (ssh into a Mac): no plist, no log or socket directory, exit 69."""
+    box.fake("launchctl", 'echo "Could not find domain for port identifier" >&2; exit 113')
+    before = box.snapshot()
+    assert service.main(["install", "--platform", "macos"]) == 69
+    err = capsys.readouterr().err
+    assert box.snapshot() == before | {"calls.log"}
+    assert "Could not find domain for port identifier" in err
+    assert f"where 'launchctl print gui/{os.getuid()}' works" in err
+    assert box.calls() == [f"launchctl print gui/{os.getuid()}"]
 
 
 def test_install_and_uninstall_drive_systemctl(
@@ -565,12 +611,41 @@ def test_failed_enable_exits_nonzero_with_the_next_steps(
     """A failing `enable --now` is reported with its message and the command to retry."""
     box.fake("systemctl", 'case "$*" in *enable*) echo "Failed to enable: boom" >&2; exit 1;; esac')
     assert service.main(["install", "--platform", "linux"]) == 1
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "Failed to enable: boom" in err
     assert (
-        "To finish, fix the error above and run:\n  systemctl --user enable --now deskhand.socket"
-        in err
+        "The files are written. To finish, fix the error above and run:\n"
+        "  systemctl --user enable --now deskhand.socket" in err
     )
+    assert "Deskhand is installed" not in out
+
+
+def test_failed_disable_names_commands_that_still_apply(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failing `disable --now`: the files still go (exit 1), and the commands offered to
+    finish work on removed files (stop, daemon-reload), unlike `disable` itself."""
+    box.fake(
+        "systemctl", 'case "$*" in *disable*) echo "Failed to disable: boom" >&2; exit 1;; esac'
+    )
+    unit_dir = box.config / "systemd" / "user"
+    write_units(unit_dir, _units.render_service(service.daemon_command()))
+    assert service.main(["uninstall", "--platform", "linux"]) == 1
+    out, err = capsys.readouterr()
+    assert list(unit_dir.rglob("deskhand*")) == []
+    assert "Failed to disable: boom" in err
+    finish = err.split("The files are removed, but the service manager did not take the step")
+    assert len(finish) == 2, err
+    assert finish[1] == (
+        " above. To finish, fix the error and run:\n"
+        "  systemctl --user stop deskhand.socket deskhand.service\n"
+        "  systemctl --user daemon-reload\n"
+    )
+    assert "units are removed" not in out
+    assert box.calls() == [
+        "systemctl --user show-environment",
+        "systemctl --user disable --now deskhand.socket deskhand.service",
+    ]
 
 
 def test_install_reports_an_unwritable_unit_directory(

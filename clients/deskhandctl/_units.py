@@ -19,12 +19,20 @@ Placeholders (each replaced at install time by ``deskhandctl service install``):
 * ``@SOCKET_PATH@``: the absolute socket path (plist only; the socket unit uses ``%t``);
 * ``@LOG_DIR@``: the absolute directory for launchd's stdout/stderr files (plist only).
 
+The end of the module answers the two questions about where the units live: where they put
+things (socket, logs), and whether the service manager that would run them answers from here
+(:func:`manager_unreachable`). ``deskhandctl service`` asks that before it installs anything;
+autostart asks it before deferring to units that are installed.
+
 Standard library only; ``deskhand_d.paths`` is stdlib-only too.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -337,3 +345,46 @@ def linux_socket_text(env: Mapping[str, str]) -> str:
     # The socket unit says %t/deskhand/deskhand.sock; %t is the session's XDG_RUNTIME_DIR.
     xdg = env.get("XDG_RUNTIME_DIR")
     return str(Path(xdg or "$XDG_RUNTIME_DIR") / "deskhand" / paths.SOCKET_NAME)
+
+
+# ----- whether a service manager runs them ------------------------------------------------
+
+# `systemctl --user` fails within milliseconds when no user manager answers; a manager that
+# hangs must not hang deskhandctl with it.
+PROBE_TIMEOUT_S = 5.0
+
+
+def manager_probe(*, macos: bool) -> tuple[str, ...]:
+    """A harmless command that succeeds only when this user's service manager answers."""
+    if macos:
+        return ("launchctl", "print", f"gui/{os.getuid()}")
+    return ("systemctl", "--user", "show-environment")
+
+
+def manager_unreachable(probe: Sequence[str], env: Mapping[str, str]) -> str | None:
+    """Why the service manager cannot be used from here, or None when ``probe`` succeeds.
+
+    Without a systemd user instance (containers, ssh sessions outside logind, sudo) or a GUI
+    login on macOS, installed units are files nobody reads: nothing will start the daemon
+    from them.
+    """
+    if shutil.which(probe[0], path=env.get("PATH")) is None:
+        return f"there is no {probe[0]} on PATH"
+    try:
+        done = subprocess.run(
+            probe,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except OSError as exc:
+        return f"{probe[0]} could not be run ({exc.strerror})"
+    except subprocess.TimeoutExpired:
+        return f"'{' '.join(probe)}' did not answer within {PROBE_TIMEOUT_S:g} s"
+    if done.returncode != 0:
+        detail = done.stderr.strip().splitlines()
+        return f"'{' '.join(probe)}' failed" + (f": {detail[0]}" if detail else "")
+    return None

@@ -4,8 +4,10 @@ Rules, in order:
 
 1. If a service manager owns the daemon (a ``deskhand.socket`` or ``deskhand.service`` user
    unit in ``deskhand_d.paths.systemd_user_dir()``, or on macOS the LaunchAgent plist in
-   ``launch_agents_dir()``), never spawn a second copy: raise :class:`NotRunning` saying which
-   command starts it.
+   ``launch_agents_dir()``) and that manager answers here, never spawn a second copy: raise
+   :class:`NotRunning` saying which command starts it. Where no manager answers (no systemd
+   user instance in a container or an ssh session, no GUI login on macOS), the files start
+   nothing and their commands would fail, so say so on stderr and go on to rule 2.
 2. Otherwise run ``<python> -P -m deskhand_d --socket <path>`` in a new session (so it outlives
    this process and the terminal's signals), with stdin from /dev/null and stdout/stderr
    appended to ``<state_dir>/daemon.log`` (directory 0700, file 0600), working directory ``/``.
@@ -42,28 +44,51 @@ _EX_ALREADY_RUNNING = 75  # deskhand-d: another daemon holds this socket's insta
 LOG_NAME = "daemon.log"
 
 
-def service_manager_hint(env: Mapping[str, str] = os.environ) -> str | None:
-    """How to start the daemon through its service manager, or None if none manages it."""
+def installed_service(env: Mapping[str, str] = os.environ) -> Path | None:
+    """The unit file or LaunchAgent plist that hands the daemon to a service manager, if any."""
     environ = dict(env)
     if paths.is_macos():
         plist = paths.launch_agents_dir(environ) / f"{paths.LAUNCHD_LABEL}.plist"
-        if plist.exists():
-            domain = f"gui/{os.getuid()}"
-            return (
-                f"deskhand-d is installed as a LaunchAgent ({plist}) but is not running. "
-                f"Start it with 'launchctl kickstart {domain}/{paths.LAUNCHD_LABEL}', or load "
-                f"it first with 'launchctl bootstrap {domain} {plist}'."
-            )
-        return None
+        return plist if plist.exists() else None
     unit_dir = paths.systemd_user_dir(environ)
     for unit in (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE):
         if (unit_dir / unit).exists():
-            return (
-                f"deskhand-d is installed as a systemd user service ({unit_dir / unit}) but "
-                f"is not running. Start it with 'systemctl --user start {unit}', and see "
-                "why it stopped with 'journalctl --user -u deskhand'."
-            )
+            return unit_dir / unit
     return None
+
+
+def _start_hint(installed: Path) -> str:
+    if paths.is_macos():
+        domain = f"gui/{os.getuid()}"
+        return (
+            f"deskhand-d is installed as a LaunchAgent ({installed}) but is not running. "
+            f"Start it with 'launchctl kickstart {domain}/{paths.LAUNCHD_LABEL}', or load "
+            f"it first with 'launchctl bootstrap {domain} {installed}'."
+        )
+    return (
+        f"deskhand-d is installed as a systemd user service ({installed}) but "
+        f"is not running. Start it with 'systemctl --user start {installed.name}', and see "
+        "why it stopped with 'journalctl --user -u deskhand'."
+    )
+
+
+def manager_unreachable(env: Mapping[str, str] = os.environ) -> str | None:
+    """Why this user's service manager cannot be used from here, or None when it answers."""
+    from deskhandctl import _units  # the templates come along; this path is rare
+
+    return _units.manager_unreachable(_units.manager_probe(macos=paths.is_macos()), env)
+
+
+def service_manager_hint(env: Mapping[str, str] = os.environ) -> str | None:
+    """How to start the daemon through its service manager, or None if none runs it here.
+
+    None also when the service is installed but its manager does not answer: then the
+    installed files start nothing, and autostart has to.
+    """
+    installed = installed_service(env)
+    if installed is None or manager_unreachable(env) is not None:
+        return None
+    return _start_hint(installed)
 
 
 def log_path(env: Mapping[str, str] = os.environ) -> Path:
@@ -117,9 +142,16 @@ def start_and_connect(
     wait_s: float = START_WAIT_S,
 ) -> _socket.socket:
     """Start the daemon (unless a service manager owns it) and return a connected socket."""
-    hint = service_manager_hint(env)
-    if hint is not None:
-        raise NotRunning(hint)
+    installed = installed_service(env)
+    if installed is not None:
+        reason = manager_unreachable(env)
+        if reason is None:
+            raise NotRunning(_start_hint(installed))
+        print(
+            f"deskhandctl: deskhand-d is installed as a service ({installed}), but no service "
+            f"manager answers here ({reason}); starting it directly instead.",
+            file=sys.stderr,
+        )
     log = log_path(env)
     try:
         start = log.stat().st_size if log.exists() else 0

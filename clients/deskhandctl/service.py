@@ -9,13 +9,19 @@ socket, label) comes from :mod:`deskhand_d.paths`.
 Theory of operation: a run first builds a :class:`Plan` (directories, files, commands; no
 side effects), then prints it (``--dry-run``) or carries it out in this order: check that
 the service manager answers, run the ``before`` commands (uninstall stops the service
-first), change the files, run the ``after`` commands. When the service manager cannot be
-reached (no systemd user session, e.g. over ssh or in a container; no GUI login on macOS)
-the file changes are still made and the exact commands to finish by hand are printed.
+first), change the files, run the ``after`` commands. Every message says what was done, not
+what was planned.
 
-Exit status: 0 when done, including when only the service-manager step was left to the
-user; 1 when a file could not be written or removed, or a service-manager command failed;
-2 for bad usage.
+When the service manager cannot be reached (no systemd user instance, e.g. over ssh or in a
+container; no GUI login on macOS), ``install`` writes nothing: files no manager reads would
+only look like an installation, and ``deskhandctl`` starts the daemon on demand without them.
+``uninstall`` still removes the files (that is what was asked) and says the manager could
+not be told.
+
+Exit status: 0 when done (for ``uninstall`` also when the files are removed but no service
+manager could be told); 1 when a file could not be written or removed, or a service-manager
+command failed; 2 for bad usage; 69 (EX_UNAVAILABLE) when ``install`` found no service
+manager to hand the daemon to, and so changed nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import enum
 import itertools
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -42,6 +47,7 @@ PROG = "deskhandctl service"
 UNIT_MODE = 0o644
 PRIVATE_DIR_MODE = 0o700
 RETRY_PAUSE_S = 1.0  # between attempts of a Command with retry_s > 0
+NO_MANAGER = 69  # sysexits EX_UNAVAILABLE, as deskhandctl uses it for "no daemon"
 
 
 class Platform(enum.Enum):
@@ -70,7 +76,9 @@ class Plan:
     writes: tuple[tuple[Path, str], ...] = ()
     removes: tuple[Path, ...] = ()
     after: tuple[Command, ...] = ()
-    manual: tuple[Command, ...] = ()  # to run by hand when the manager is out of reach
+    # To finish by hand once the files are changed: where a manager runs, or after a
+    # `before` command failed (its own commands may no longer apply to the changed files).
+    manual: tuple[Command, ...] = ()
     done: str = ""
 
 
@@ -111,13 +119,12 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
         enable = (_systemctl("daemon-reload"), _systemctl("enable", "--now", paths.SYSTEMD_SOCKET))
         return Plan(
             action="install",
-            probe=_systemctl("show-environment"),
+            probe=Command(_units.manager_probe(macos=False)),
             writes=(
                 (unit_dir / paths.SYSTEMD_SERVICE, _units.render_service(command)),
                 (unit_dir / paths.SYSTEMD_SOCKET, _units.render_socket()),
             ),
             after=enable,
-            manual=enable,
             done=(
                 f"Deskhand is installed: systemd listens on {linux_socket_text(env)} and "
                 "starts the daemon on the first connection.\n"
@@ -138,11 +145,10 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
     )
     return Plan(
         action="install",
-        probe=_launchctl("print", domain),
+        probe=Command(_units.manager_probe(macos=True)),
         private_dirs=(log_dir, sock.parent),
         writes=((plist, _units.render_plist(command, str(sock), str(log_dir))),),
         after=load,
-        manual=load,
         done=(
             f"Deskhand is installed: launchd listens on {sock} and keeps the daemon running "
             "while you are logged in.\n"
@@ -165,25 +171,28 @@ def plan_uninstall(platform: Platform, env: Mapping[str, str]) -> Plan:
         units = (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE)
         return Plan(
             action="uninstall",
-            probe=_systemctl("show-environment"),
+            probe=Command(_units.manager_probe(macos=False)),
             before=(_systemctl("disable", "--now", *units),),
             removes=tuple(p for p in candidates if os.path.lexists(p)),
             after=(_systemctl("daemon-reload"),),
             manual=(_systemctl("stop", *units), _systemctl("daemon-reload")),
-            done="Deskhand's systemd units are removed; its config and state are kept.",
+            done=(
+                "Deskhand's systemd units are removed; its config and state are kept. "
+                "deskhandctl starts deskhand-d on demand again."
+            ),
         )
     plist = paths.launch_agents_dir(dict(env)) / _units.PLIST_NAME
     domain = f"gui/{os.getuid()}"
     unload = (_launchctl("bootout", f"{domain}/{paths.LAUNCHD_LABEL}", may_fail=True),)
     return Plan(
         action="uninstall",
-        probe=_launchctl("print", domain),
+        probe=Command(_units.manager_probe(macos=True)),
         before=unload,
         removes=(plist,) if os.path.lexists(plist) else (),
         manual=unload,
         done=(
             "Deskhand's LaunchAgent is removed; its config, state and logs "
-            f"({macos_log_dir(env)}) are kept."
+            f"({macos_log_dir(env)}) are kept. deskhandctl starts deskhand-d on demand again."
         ),
     )
 
@@ -191,7 +200,8 @@ def plan_uninstall(platform: Platform, env: Mapping[str, str]) -> Plan:
 def print_dry_run(plan: Plan) -> None:
     """Print exactly what :func:`carry_out` would do, without doing any of it."""
     print(f"{PROG} {plan.action} --dry-run: nothing has been written, removed or run.\n")
-    print("=== would check that the service manager answers ===")
+    unreachable = "nothing is written" if plan.writes else "the files are still removed"
+    print(f"=== would check that the service manager answers (if not, {unreachable}) ===")
     print(f"$ {plan.probe}")
     if plan.before:
         print("=== would run ===")
@@ -206,20 +216,6 @@ def print_dry_run(plan: Plan) -> None:
     if plan.after:
         print("=== would run ===")
         print("\n".join(f"$ {c}" for c in plan.after))
-
-
-def _unreachable_reason(probe: Command) -> str | None:
-    """Why the service manager cannot be used from here, or None when it answers."""
-    if shutil.which(probe.argv[0]) is None:
-        return f"there is no {probe.argv[0]} on PATH"
-    try:
-        done = subprocess.run(probe.argv, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        return f"{probe.argv[0]} could not be run ({exc.strerror})"
-    if done.returncode != 0:
-        detail = done.stderr.strip().splitlines()
-        return f"'{probe}' failed" + (f": {detail[0]}" if detail else "")
-    return None
 
 
 def _run(commands: Sequence[Command]) -> list[Command]:
@@ -289,12 +285,46 @@ def _print_commands(intro: str, commands: Sequence[Command]) -> None:
         print(f"  {cmd}{note}", file=sys.stderr)
 
 
+def _files_state(plan: Plan) -> str:
+    return "The files are written" if plan.writes else "The files are removed"
+
+
+def _refuse_install(plan: Plan, reason: str) -> int:
+    """No service manager answers: install nothing, and say how the daemon starts instead."""
+    err = sys.stderr
+    print(
+        f"{PROG}: nothing was installed: the service manager cannot be reached ({reason}).",
+        file=err,
+    )
+    print(
+        "Service files that no service manager reads would never start the daemon, so none "
+        "were written.",
+        file=err,
+    )
+    earlier = [path for path, _ in plan.writes if os.path.lexists(path)]
+    if earlier:
+        print(
+            "The files of an earlier installation are left as they were: "
+            + ", ".join(map(str, earlier))
+            + f". '{PROG} uninstall' removes them.",
+            file=err,
+        )
+    print(
+        "You do not need the service to use Deskhand here: deskhandctl starts deskhand-d on "
+        "demand (try 'deskhandctl status').\n"
+        f"To hand the daemon to the service manager, run '{PROG} install' again from a "
+        f"terminal in your desktop session, where '{plan.probe}' works.",
+        file=err,
+    )
+    return NO_MANAGER
+
+
 def carry_out(plan: Plan) -> int:
     """Do what the plan says; returns the exit status."""
-    reason = _unreachable_reason(plan.probe)
-    pending: list[Command] = []
-    if reason is None:
-        pending = _run(plan.before)
+    reason = _units.manager_unreachable(plan.probe.argv, os.environ)
+    if reason is not None and plan.writes:
+        return _refuse_install(plan, reason)
+    failed_before = _run(plan.before) if reason is None else []
     try:
         _change_files(plan)
     except OSError as exc:
@@ -302,17 +332,33 @@ def carry_out(plan: Plan) -> int:
         print(f"{PROG}: {plan.action} failed: {exc.strerror}{where}", file=sys.stderr)
         print("Fix the cause and run the same command again.", file=sys.stderr)
         return 1
-    if reason is None:
-        pending = [*pending, *plan.after] if pending else _run(plan.after)
     if reason is not None:
-        print(f"{PROG}: the service manager cannot be reached: {reason}.", file=sys.stderr)
+        # Uninstall without a manager: the files are gone, which is what was asked; only a
+        # manager running elsewhere (a desktop login) may still have Deskhand loaded.
+        print(plan.done)
+        print(
+            f"{PROG}: the service manager cannot be reached ({reason}), so it was not told.",
+            file=sys.stderr,
+        )
         _print_commands(
-            "The files are in place. To finish, run these in your desktop session:",
+            "Should a service manager in another session (your desktop login) still run "
+            "deskhand-d, stop it there with:",
             plan.manual,
         )
         return 0
-    if pending:
-        _print_commands("To finish, fix the error above and run:", pending)
+    if failed_before:
+        # `disable` needs the unit files just removed; offer what works without them.
+        _print_commands(
+            f"{_files_state(plan)}, but the service manager did not take the step above. "
+            "To finish, fix the error and run:",
+            plan.manual,
+        )
+        return 1
+    failed_after = _run(plan.after)
+    if failed_after:
+        _print_commands(
+            f"{_files_state(plan)}. To finish, fix the error above and run:", failed_after
+        )
         return 1
     print(plan.done)
     return 0

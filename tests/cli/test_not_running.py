@@ -80,11 +80,27 @@ def test_shutdown_never_autostarts(home: Path, short_dir: str) -> None:
     assert not (home / ".local" / "state" / "deskhand" / "daemon.log").exists()
 
 
+def answering(home: Path, monkeypatch: pytest.MonkeyPatch, tool: str, status: int) -> None:
+    """Put a ``tool`` that exits ``status`` alone on PATH: a service manager that answers (0)
+    or one that does not."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    exe = bin_dir / tool
+    exe.write_text(f"#!/bin/sh\nexit {status}\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+
 @pytest.mark.parametrize("unit", [paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE])
 def test_systemd_managed_daemon_is_not_spawned(
-    home: Path, short_dir: str, unit: str, capsys: pytest.CaptureFixture[str]
+    home: Path,
+    short_dir: str,
+    unit: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """With a systemd user unit installed, autostart defers to systemd and says how."""
+    """With a systemd user unit installed and systemd answering, autostart defers to systemd."""
+    answering(home, monkeypatch, "systemctl", 0)
     unit_dir = home / ".config" / "systemd" / "user"
     unit_dir.mkdir(parents=True)
     (unit_dir / unit).write_text("[Unit]\n")
@@ -94,9 +110,25 @@ def test_systemd_managed_daemon_is_not_spawned(
     assert not (home / ".local" / "state" / "deskhand" / "daemon.log").exists()
 
 
+@pytest.mark.parametrize("status", [1, None], ids=["manager-fails", "no-systemctl"])
+def test_units_without_a_manager_give_no_hint(
+    home: Path, monkeypatch: pytest.MonkeyPatch, status: int | None
+) -> None:
+    """Installed units that no systemd user instance reads do not stop autostart."""
+    if status is None:
+        monkeypatch.setenv("PATH", str(home / "empty"))
+    else:
+        answering(home, monkeypatch, "systemctl", status)
+    unit_dir = home / ".config" / "systemd" / "user"
+    unit_dir.mkdir(parents=True)
+    (unit_dir / paths.SYSTEMD_SOCKET).write_text("[Unit]\n")
+    assert service_manager_hint() is None
+
+
 def test_launchd_hint_on_macos(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On macOS an installed LaunchAgent plist means launchctl, not a spawn."""
     monkeypatch.setattr(paths, "is_macos", lambda: True)
+    answering(home, monkeypatch, "launchctl", 0)
     assert service_manager_hint() is None
     agents = home / "Library" / "LaunchAgents"
     agents.mkdir(parents=True)
@@ -104,6 +136,8 @@ def test_launchd_hint_on_macos(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     hint = service_manager_hint()
     assert hint is not None
     assert f"launchctl kickstart gui/{os.getuid()}/{paths.LAUNCHD_LABEL}" in hint
+    answering(home, monkeypatch, "launchctl", 1)  # no GUI login, e.g. over ssh
+    assert service_manager_hint() is None
 
 
 def test_no_units_means_no_hint(home: Path) -> None:
