@@ -37,8 +37,9 @@ BackendKind = Literal["auto", "sky", "atspi", "sim", "command"]
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     kind: BackendKind = "auto"
-    """Which computer-use backend to run (``auto``: Sky on macOS when found, AT-SPI on Linux when
-    a desktop session with an accessibility bus is reachable, else the simulator)."""
+    """Which computer-use backend to run (``auto``: the simulator only where there is no
+    desktop session at all; otherwise Sky on macOS, AT-SPI on Linux, or a refusal with the fix,
+    never a stand-in for a desktop it cannot reach)."""
     command: list[str] = msgspec.field(default_factory=list)
     """argv of an MCP stdio server, for ``kind = "command"``."""
     cwd: str = ""

@@ -80,6 +80,14 @@ class BackendUnavailable(DeskhandError):
     code = "backend_unavailable"
 
 
+class DesktopUnreachable(BackendUnavailable):
+    """``auto`` found a desktop session it cannot operate (no accessibility bus, no X display
+    or XTEST), so no backend was started: never the simulator in its place. The message names
+    the fix; ``data.checks`` lists every check. Nothing happened on the desktop."""
+
+    code = "desktop_unreachable"
+
+
 class BackendTimeout(DeskhandError):
     """Starting the backend took too long (``data.phase``: start, initialize, tools_list).
 

@@ -1,9 +1,10 @@
 """Whether this Linux session has a desktop Deskhand can operate through AT-SPI.
 
-What this owns: :func:`probe`, the quick blocking check behind ``backend = "auto"`` on Linux:
-the session bus must answer, and the accessibility bus it names (``org.a11y.Bus.GetAddress``,
-or ``AT_SPI_BUS_ADDRESS`` when the session exports one) must accept a connection. The answer
-says why in a sentence a person can act on, because ``doctor`` shows it as the notice.
+What this owns: :func:`probe`, the quick blocking check behind ``backend = "auto"`` on Linux
+and ``doctor``'s ``accessibility_bus`` check: the session bus must answer, and the
+accessibility bus it names (``org.a11y.Bus.GetAddress``, or ``AT_SPI_BUS_ADDRESS`` when the
+session exports one) must accept a connection. The answer says what was found and, when the
+bus cannot be used, the fix, in sentences a person can act on: they are shown as they are.
 
 It blocks for at most a few ``timeout`` periods. It runs when the daemon resolves which backend
 to start, a rare event, and keeps libatspi out of the daemon's process: only jeepney is used.
@@ -16,12 +17,33 @@ from dataclasses import dataclass
 
 _BUS_NAME = "org.a11y.Bus"
 _BUS_PATH = "/org/a11y/bus"
+_RESTART = (
+    "restart the accessibility bus: log out and back in (or run "
+    "`/usr/libexec/at-spi-bus-launcher --launch-immediately &` in the session), and check "
+    "that AT_SPI_BUS_ADDRESS, if set, is current."
+)
+
+#: What gets a missing accessibility bus going (at-spi2-core provides it; GNOME's switch is
+#: the one most desktops follow, and apps only join the bus when they start).
+ENABLE_A11Y = (
+    "install at-spi2-core (Debian and Ubuntu: `sudo apt install at-spi2-core`), turn "
+    "accessibility on where the desktop has a switch (GNOME and most GTK desktops: "
+    "`gsettings set org.gnome.desktop.interface toolkit-accessibility true`), then log out and "
+    "back in so the bus starts and apps join it."
+)
+SESSION_BUS_FIX = (
+    "start deskhand-d from inside the desktop session, or give it the session's bus: "
+    "DBUS_SESSION_BUS_ADDRESS (usually unix:path=$XDG_RUNTIME_DIR/bus; under systemd "
+    "`systemctl --user import-environment DBUS_SESSION_BUS_ADDRESS DISPLAY`), then "
+    "`deskhandctl shutdown` so that the next command starts it with that environment."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Probe:
     usable: bool
-    why: str  # a full sentence either way: what was found, or what is missing and what to do
+    why: str  # a full sentence either way: what was found, or what is missing
+    fix: str = ""  # what to do about it, when not usable
 
 
 def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
@@ -31,20 +53,28 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
         from jeepney.io.blocking import open_dbus_connection
         from jeepney.wrappers import unwrap_msg
     except ImportError:  # jeepney is a Linux-only dependency
-        return Probe(False, "jeepney is not installed, so the accessibility bus cannot be reached.")
+        return Probe(
+            False,
+            "jeepney is not installed, so the accessibility bus cannot be reached.",
+            "reinstall Deskhand with its Linux dependencies (jeepney, python-xlib).",
+        )
     session = env.get("DBUS_SESSION_BUS_ADDRESS", "")
     if not session:
         return Probe(
             False,
-            "no session bus (DBUS_SESSION_BUS_ADDRESS is not set): start the daemon inside a "
-            "desktop session to operate real apps.",
+            "no session bus: DBUS_SESSION_BUS_ADDRESS is not set in deskhand-d's environment.",
+            SESSION_BUS_FIX,
         )
     address = env.get("AT_SPI_BUS_ADDRESS", "")
     if not address:
         try:
             conn = open_dbus_connection(session, auth_timeout=timeout)
         except Exception as exc:  # jeepney raises OSError, AuthenticationError, ValueError
-            return Probe(False, f"the session bus does not answer ({type(exc).__name__}).")
+            return Probe(
+                False,
+                f"the session bus at {session} does not answer ({type(exc).__name__}).",
+                SESSION_BUS_FIX,
+            )
         try:
             bus = DBusAddress(_BUS_PATH, bus_name=_BUS_NAME, interface=_BUS_NAME)
             reply = conn.send_and_get_reply(new_method_call(bus, "GetAddress"), timeout=timeout)
@@ -54,16 +84,16 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
         except Exception as exc:  # a D-Bus error reply or a timeout
             return Probe(
                 False,
-                "the session bus has no accessibility bus (org.a11y.Bus: "
-                f"{type(exc).__name__}); install at-spi2-core or enable accessibility.",
+                f"the session bus has no accessibility bus (org.a11y.Bus: {type(exc).__name__}).",
+                ENABLE_A11Y,
             )
         finally:
             conn.close()
     if not address:
-        return Probe(False, "the accessibility bus reported an empty address.")
+        return Probe(False, "the accessibility bus reported an empty address.", _RESTART)
     try:
         open_dbus_connection(address, auth_timeout=timeout).close()
     except Exception as exc:
         why = type(exc).__name__
-        return Probe(False, f"the accessibility bus does not accept connections ({why}).")
+        return Probe(False, f"the accessibility bus does not accept connections ({why}).", _RESTART)
     return Probe(True, "a session bus and its accessibility bus are reachable.")

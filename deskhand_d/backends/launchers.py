@@ -4,11 +4,16 @@ Pure apart from looking at the file system. Sky needs care (see the Sky protocol
 ``SkyComputerUseClient mcp`` only accepts tool calls when its parent process is signed by
 OpenAI, so it is started behind a signed ``codex`` as a jump host
 (``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``), from
-``$CODEX_HOME/computer-use`` when that exists. ``auto`` picks Sky on macOS and the AT-SPI
-server on Linux when :func:`.a11ybus.probe` finds a session with an accessibility bus, and
-otherwise the simulator, with a notice that says why. Every backend gets the daemon's
-environment minus ``TYPESAFE_API_KEY`` and any other configured secret: a backend has no
-business with them.
+``$CODEX_HOME/computer-use`` when that exists. Every backend gets the daemon's environment
+minus ``TYPESAFE_API_KEY`` and any other configured secret: a backend has no business with
+them.
+
+``auto`` never lets the simulator pass for a real desktop. It picks the simulator only where
+there is no desktop session at all (no ``DISPLAY``, ``WAYLAND_DISPLAY`` or session bus: a
+server, CI). Where there is one, it picks the real backend (Sky on macOS; on Linux the AT-SPI
+server once :func:`.deskcheck.run` finds the X display, XTEST and the accessibility bus), or
+refuses with the fix (:class:`~deskhand_d.errors.DesktopUnreachable`, or Sky's own
+``backend_unavailable``) rather than fall back.
 """
 
 from __future__ import annotations
@@ -18,9 +23,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from deskhand_d.backends import a11ybus
+from deskhand_d.backends import deskcheck, desktop
 from deskhand_d.config import BackendConfig
-from deskhand_d.errors import BackendUnavailable
+from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 from deskhand_d.mcp.connection import LaunchSpec
 
 _CLIENT_IN_APP = (
@@ -163,15 +168,21 @@ def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[s
     return LaunchSpec(kind="command", argv=argv, env=child_env(env, secrets), cwd=cfg.cwd or None)
 
 
+def _auto_checks(env: Mapping[str, str]) -> Sequence[desktop.Check]:
+    # No screenshot here: a refusal is for what stops every action, and reading pixels is
+    # doctor's to check.
+    return deskcheck.run(env, screenshot=False)
+
+
 def resolve(
     cfg: BackendConfig,
     env: Mapping[str, str],
     secrets: Sequence[str] = (),
     *,
     platform: str = sys.platform,
-    probe: Callable[[Mapping[str, str]], a11ybus.Probe] = a11ybus.probe,
+    checks: Callable[[Mapping[str, str]], Sequence[desktop.Check]] = _auto_checks,
 ) -> LaunchSpec:
-    """The launch spec for the configured backend kind."""
+    """The launch spec for the configured backend kind (``auto``: see the module notes)."""
     if cfg.kind == "sky":
         return sky_spec(cfg, env, secrets)
     if cfg.kind == "atspi":
@@ -184,16 +195,24 @@ def resolve(
         try:
             return sky_spec(cfg, env, secrets)
         except BackendUnavailable as exc:
-            why = exc.message
-        return sim_spec(cfg, env, secrets, notice=f"using the simulated desktop: {why}")
-    if platform.startswith("linux"):
-        found = probe(env)
-        if found.usable:
-            return atspi_spec(cfg, env, secrets, notice=f"using AT-SPI: {found.why}")
-        return sim_spec(cfg, env, secrets, notice=f"using the simulated desktop: {found.why}")
-    return sim_spec(
-        cfg,
-        env,
-        secrets,
-        notice="using the simulated desktop: no computer-use backend for this platform yet",
-    )
+            # A Mac with a person at it is a desktop session: no stand-in for it.
+            raise BackendUnavailable(
+                f"{exc.message}. {desktop.USE_SIM}", data={"backend": "auto -> sky"}
+            ) from None
+    if not desktop.session_present(env):
+        return sim_spec(
+            cfg, env, secrets, notice=f"using the simulated desktop: {desktop.NO_SESSION}"
+        )
+    if not platform.startswith("linux"):
+        raise BackendUnavailable(
+            f"Deskhand has no backend for the desktop on this platform ({platform}) yet. "
+            f"{desktop.USE_SIM}",
+            data={"backend": "auto"},
+        )
+    found = list(checks(env))
+    if any(c.failed for c in found):
+        raise DesktopUnreachable(
+            desktop.unreachable_message(found, env),
+            data={"backend": "auto -> atspi", "checks": [c.to_data() for c in found]},
+        )
+    return atspi_spec(cfg, env, secrets, notice=f"using AT-SPI: {desktop.summary(found)}")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from deskhand_d import config
-from deskhand_d.backends import a11ybus, doctor, launchers, surface
-from deskhand_d.errors import BackendUnavailable
+from deskhand_d.backends import a11ybus, desktop, doctor, launchers, surface
+from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 
 
 def _cfg(**env: str) -> config.BackendConfig:
@@ -60,41 +60,108 @@ def test_secrets_never_reach_the_backend() -> None:
     assert spec.env == {"PATH": "/bin", "HOME": "/h"}
 
 
-def test_auto_on_linux_without_a_session_bus_is_the_simulator_with_the_reason() -> None:
-    """auto on Linux with no session bus in the environment runs the simulator, and says why."""
-    spec = launchers.resolve(_cfg(), {}, platform="linux")
+def _never(env: Mapping[str, str]) -> list[desktop.Check]:
+    raise AssertionError("auto probed a desktop it should not have")
+
+
+def test_auto_without_any_desktop_session_is_the_simulator_with_the_reason() -> None:
+    """No DISPLAY, WAYLAND_DISPLAY or session bus (a server, CI): the simulator, and the notice
+    says why; nothing is probed."""
+    env = {"PATH": "/bin", "HOME": "/h", "XDG_RUNTIME_DIR": "/run/user/1"}
+    spec = launchers.resolve(_cfg(), env, platform="linux", checks=_never)
     assert spec.kind == "sim"
-    assert "simulated" in spec.notice and "DBUS_SESSION_BUS_ADDRESS" in spec.notice
+    assert spec.notice.startswith("using the simulated desktop: no desktop session here")
+    assert "DISPLAY" in spec.notice and "session bus" in spec.notice
+    # the same on a platform Deskhand has no real backend for
+    assert launchers.resolve(_cfg(), {}, platform="freebsd", checks=_never).kind == "sim"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"DISPLAY": ":0"},  # the reproduction: a desktop whose session bus is not exported
+        {"WAYLAND_DISPLAY": "wayland-0"},
+        {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1/bus"},
+    ],
+)
+def test_auto_with_any_desktop_session_never_falls_back_to_the_simulator(
+    env: dict[str, str],
+) -> None:
+    """Any one sign of a desktop session is enough: auto then checks that desktop and refuses
+    when a check fails, with every check in the error's data."""
+    seen: list[dict[str, str]] = []
+
+    def failing(e: Mapping[str, str]) -> list[desktop.Check]:
+        seen.append(dict(e))
+        return [
+            desktop.Check("display", "ok", "X display :0 answers."),
+            desktop.Check("accessibility_bus", "failed", "no bus here.", "start one."),
+        ]
+
+    with pytest.raises(DesktopUnreachable) as caught:
+        launchers.resolve(_cfg(), env, platform="linux", checks=failing)
+    assert seen == [env]
+    err = caught.value
+    assert err.code == "desktop_unreachable" and isinstance(err, BackendUnavailable)
+    assert "accessibility bus: no bus here. Fix: start one." in err.message
+    assert "X display :0 answers" not in err.message  # only what failed is in the message
+    assert 'backend.kind = "sim"' in err.message and "deskhandctl doctor" in err.message
+    assert [c["name"] for c in err.data["checks"]] == ["display", "accessibility_bus"]
+    assert err.data["checks"][1]["status"] == "failed"
+    # a platform without a real backend refuses too, rather than pretend
+    with pytest.raises(BackendUnavailable, match="no backend for the desktop on this platform"):
+        launchers.resolve(_cfg(), env, platform="freebsd", checks=failing)
 
 
 def test_auto_on_linux_with_a_desktop_is_atspi() -> None:
-    """When the probe finds an accessibility bus, auto starts the AT-SPI server instead."""
+    """When every check passes, auto starts the AT-SPI server and says what it found."""
     seen: list[dict[str, str]] = []
 
-    def found(env: Mapping[str, str]) -> a11ybus.Probe:
+    def found(env: Mapping[str, str]) -> list[desktop.Check]:
         seen.append(dict(env))
-        return a11ybus.Probe(True, "both buses answer.")
+        return [
+            desktop.Check("display", "ok", "X display :5 answers."),
+            desktop.Check("accessibility_bus", "ok", "both buses answer."),
+        ]
 
     env = {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x", "TYPESAFE_API_KEY": "sk"}
-    spec = launchers.resolve(_cfg(), env, platform="linux", probe=found)
+    spec = launchers.resolve(_cfg(), env, platform="linux", checks=found)
     assert spec.kind == "atspi" and spec.argv == (sys.executable, "-m", "deskhand_d.backends.atspi")
-    assert spec.notice == "using AT-SPI: both buses answer."
+    assert spec.notice == "using AT-SPI: X display :5 answers. both buses answer."
     assert "TYPESAFE_API_KEY" not in spec.env and seen and seen[0] == env
-    missing = launchers.resolve(
-        _cfg(), env, platform="linux", probe=lambda _: a11ybus.Probe(False, "no bus here.")
-    )
-    assert missing.kind == "sim" and missing.notice.endswith("no bus here.")
     # an explicit kind is never probed
-    assert launchers.resolve(_cfg(DESKHAND_BACKEND="atspi"), {}).kind == "atspi"
-    assert launchers.resolve(_cfg(), {}, platform="freebsd").kind == "sim"
+    assert launchers.resolve(_cfg(DESKHAND_BACKEND="atspi"), {}, checks=_never).kind == "atspi"
+    assert launchers.resolve(_cfg(DESKHAND_BACKEND="sim"), env, checks=_never).kind == "sim"
+
+
+def test_auto_refusal_names_the_fix_for_a_missing_session_bus() -> None:
+    """The reproduction, checked for real: DISPLAY set (an X display nobody serves here) and
+    DBUS_SESSION_BUS_ADDRESS unset. The message says how to give deskhand-d the session bus."""
+    env = {"DISPLAY": ":4711", "PATH": "/usr/bin:/bin"}
+    with pytest.raises(DesktopUnreachable) as caught:
+        launchers.resolve(_cfg(), env, platform="linux")
+    message = caught.value.message
+    assert message.startswith("there is a desktop session here (DISPLAY=:4711)")
+    assert "DBUS_SESSION_BUS_ADDRESS is not set" in message
+    assert "import-environment DBUS_SESSION_BUS_ADDRESS" in message
+    assert "cannot connect to X display ':4711'" in message
+    statuses = {c["name"]: c["status"] for c in caught.value.data["checks"]}
+    assert statuses == {
+        "display": "failed",
+        "xtest": "not_checked",
+        "accessibility_bus": "failed",
+    }
 
 
 def test_probe_names_what_is_missing(tmp_path: Path) -> None:
     """The real probe: no session bus, a session bus that is not there, a bus address file
-    that nothing listens on. Each answer is unusable and says which part failed."""
-    assert "DBUS_SESSION_BUS_ADDRESS" in a11ybus.probe({}).why
+    that nothing listens on. Each answer is unusable, says which part failed and the fix."""
+    none = a11ybus.probe({})
+    assert "DBUS_SESSION_BUS_ADDRESS is not set" in none.why
+    assert "import-environment DBUS_SESSION_BUS_ADDRESS" in none.fix
     dead = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path}/none"}, 0.5)
-    assert not dead.usable and "session bus does not answer" in dead.why
+    assert not dead.usable and f"session bus at unix:path={tmp_path}/none does not" in dead.why
+    assert "DBUS_SESSION_BUS_ADDRESS" in dead.fix
     a11y = a11ybus.probe(
         {
             "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path}/none",
@@ -103,6 +170,7 @@ def test_probe_names_what_is_missing(tmp_path: Path) -> None:
         0.5,
     )
     assert not a11y.usable and "accessibility bus does not accept" in a11y.why
+    assert "at-spi-bus-launcher" in a11y.fix
 
 
 def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> None:
@@ -125,12 +193,15 @@ def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> N
     assert "TYPESAFE_API_KEY" not in spec.env and spec.env["CODEX_HOME"] == str(home)
 
 
-def test_auto_on_macos_falls_back_to_sim_when_sky_is_missing(tmp_path: Path) -> None:
-    """auto on macOS without Sky uses the simulator and names what was missing."""
-    spec = launchers.resolve(
-        _cfg(), {"CODEX_HOME": str(tmp_path), "HOME": str(tmp_path)}, platform="darwin"
-    )
-    assert spec.kind == "sim" and "not found" in spec.notice
+def test_auto_on_macos_without_sky_refuses_instead_of_simulating(tmp_path: Path) -> None:
+    """auto on macOS without Sky names what is missing and how to use the simulator on
+    purpose; it never stands in with it."""
+    with pytest.raises(BackendUnavailable) as caught:
+        launchers.resolve(
+            _cfg(), {"CODEX_HOME": str(tmp_path), "HOME": str(tmp_path)}, platform="darwin"
+        )
+    assert caught.value.code == "backend_unavailable"
+    assert "not found" in caught.value.message and 'backend.kind = "sim"' in caught.value.message
 
 
 def test_sky_without_signed_codex_is_refused(tmp_path: Path) -> None:
@@ -235,8 +306,9 @@ def test_probe_against_real_buses(tmp_path: Path) -> None:
     with _private_bus(tmp_path / "bare", "") as address:
         bare = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": address}, 2.0)
     assert not bare.usable and "no accessibility bus" in bare.why
+    assert "at-spi2-core" in bare.fix and "toolkit-accessibility true" in bare.fix
     if not Path("/usr/share/dbus-1/services/org.a11y.Bus.service").exists():
         return  # at-spi2-core is not installed: the rest needs it
     with _private_bus(tmp_path / "a11y", "<standard_session_servicedirs/>") as address:
         found = a11ybus.probe({"DBUS_SESSION_BUS_ADDRESS": address}, 5.0)
-    assert found.usable, found.why
+    assert found.usable and not found.fix, found.why
