@@ -10,7 +10,7 @@ Modules: ``__main__`` (connection and exit), ``grammar`` (the command table) wit
 table), ``connect`` (socket, handshake, hello), ``autostart`` (start the daemon on demand),
 ``session`` (requests and replies), ``jsonwire`` (JSON without the ``json`` package),
 ``wsclient`` (socket shell), ``wsframes`` / ``wshandshake`` (pure codec), ``render`` (human
-output).
+output) with ``deskview`` (the backend line of ``status`` and ``doctor``'s desktop checks).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from deskhandctl import jsonwire, render
+from deskhandctl import deskview, jsonwire, render
 from deskhandctl.exitcodes import DAEMON_ERROR, OK, SCREENSHOT_NOT_SAVED, TimedOut
 from deskhandctl.grammar import leaf
 
@@ -56,7 +56,7 @@ def run(session: Session, args: Args) -> int:
     """Run ``args.command`` on ``session``; return the exit code."""
     name = args.command
     if name == "status":
-        return _show(args, session.request("status"), render.status)
+        return _show(args, session.request("status"), deskview.status)
     if name == "ping":
         import time
 
@@ -69,11 +69,8 @@ def run(session: Session, args: Args) -> int:
         return _show(args, result, lambda _: render.shutting_down(session.welcome))
     if name == "doctor":
         result = session.request("doctor")
-        _show(args, result, render.doctor)
-        healthy = bool(result.get("handshake_ok")) and not (
-            result.get("findings") or result.get("schema_differences")
-        )
-        return OK if healthy else DAEMON_ERROR
+        _show(args, result, deskview.doctor)
+        return OK if deskview.healthy(result) else DAEMON_ERROR
     command = leaf(name)
     op = op_for(command, args.params)
     fields = request_fields(command, args.params)

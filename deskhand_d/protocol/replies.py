@@ -50,6 +50,9 @@ class BackendStatus(msgspec.Struct, frozen=True, kw_only=True):
     kind: str
     running_pid: int | None
     processes_started: int
+    simulated: bool = False
+    """True while the simulated desktop serves: its apps and windows are made up, not the
+    person's. Clients say so wherever they show the desktop."""
 
 
 class StatusResult(_Result, tag="status", frozen=True):
@@ -89,6 +92,18 @@ class DoctorFinding(msgspec.Struct, frozen=True, kw_only=True):
     remedy: str
 
 
+class DesktopCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One thing an action needs of the desktop, checked without touching it (no input event,
+    no window changed). ``name``: ``display``, ``xtest``, ``screenshot``, ``accessibility_bus``."""
+
+    name: str
+    status: Literal["ok", "failed", "not_checked"]
+    detail: str
+    """What was found, as a sentence."""
+    fix: str = ""
+    """What to do about it, when it failed."""
+
+
 class DoctorResult(_Result, tag="doctor", frozen=True):
     backend: str
     """The configured kind and the one chosen, e.g. ``auto -> sim``."""
@@ -107,6 +122,11 @@ class DoctorResult(_Result, tag="doctor", frozen=True):
     """How the last backend process ended, if one has ended."""
     stderr_tail: list[str] = msgspec.field(default_factory=list)
     """The last lines the backend wrote to stderr (for a failed handshake)."""
+    checks: list[DesktopCheck] = msgspec.field(default_factory=list)
+    """What the chosen backend needs of the desktop (the AT-SPI backend: the X display, XTEST,
+    screenshots, the accessibility bus), each with its fix; empty for other backends."""
+    simulated: bool = False
+    """True when the simulated desktop serves: nothing there is the person's real desktop."""
 
 
 Delivery = Literal["dispatched", "refused", "unknown"]
@@ -314,6 +334,7 @@ __all__ = [
     "BackendStatus",
     "ClientSummary",
     "Delivery",
+    "DesktopCheck",
     "DoctorFinding",
     "DoctorResult",
     "Done",

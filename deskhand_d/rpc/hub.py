@@ -60,6 +60,12 @@ class Hub:
             values += self.jev.secret_values()
         return values
 
+    @property
+    def simulated(self) -> bool:
+        """Is the simulated desktop the one serving? Every client must then be told so."""
+        launch = self.backend.launch if self.backend is not None else None
+        return launch is not None and launch.kind == "sim"
+
     def next_connection_id(self) -> int:
         return next(self._ids)
 
@@ -127,5 +133,8 @@ class Hub:
             return None
         kind = b.launch.kind if b.launch is not None else self.config.backend.kind
         return BackendStatus(
-            kind=kind, running_pid=b.running_pid, processes_started=b.processes_started
+            kind=kind,
+            running_pid=b.running_pid,
+            processes_started=b.processes_started,
+            simulated=self.simulated,
         )

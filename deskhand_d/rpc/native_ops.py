@@ -2,13 +2,16 @@
 
 Thin: each builds a :class:`~deskhand_d.native.service.Caller` for the requesting session and
 client and hands over to :class:`~deskhand_d.native.service.NativeService`, or changes session
-state directly (turns, modes). All refusals are DeskhandErrors with their own codes.
+state directly (turns, modes). All refusals are DeskhandErrors with their own codes. Texts from
+the simulated desktop get its note as their first line here, at the edge, so that every client
+shows it while the daemon's own parsers (stateIds, Jev) read the backend's text unchanged.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from deskhand_d.backends.desktop import mark_simulated
 from deskhand_d.consent.grants import SavedGrant
 from deskhand_d.consent.model import Choice as ConsentChoice
 from deskhand_d.errors import BadRequest, DeskhandError, LaunchBanned, ModeBusy
@@ -102,9 +105,14 @@ def _caller(conn: Connection, request_id: int) -> Caller:
     return Caller(session=_session(conn), client=name, pid=pid, ask=ask, consent=consent)
 
 
+def _shown(conn: Connection, text: str) -> str:
+    """The backend's text as the client gets it: marked when the simulator made it up."""
+    return mark_simulated(text) if conn.hub.simulated else text
+
+
 async def list_apps(conn: Connection, req: ListApps) -> ResultBody:
     out = await _native(conn).list_apps(_caller(conn, req.id))
-    return AppList(text=out.text)
+    return AppList(text=_shown(conn, out.text))
 
 
 async def get_app_state(conn: Connection, req: GetAppState) -> ResultBody:
@@ -113,7 +121,7 @@ async def get_app_state(conn: Connection, req: GetAppState) -> ResultBody:
     return Observation(
         app=req.app,
         state_id=out.state_id,
-        text=out.text,
+        text=_shown(conn, out.text),
         screenshot=out.screenshot,
         screenshot_mime=out.screenshot_mime,
         approval_reason=out.approval_reason,
@@ -169,7 +177,7 @@ async def action(conn: Connection, req: Action) -> ResultBody:
         tool=tool,
         delivery=out.delivery,
         ok=out.ok,
-        text=out.text,
+        text=_shown(conn, out.text),
         state_id=out.state_id,
         screenshot=out.screenshot,
         screenshot_mime=out.screenshot_mime,

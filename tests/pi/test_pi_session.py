@@ -53,6 +53,9 @@ def test_scripted_model_adds_6_and_7(pi_desk: Any) -> None:
         assert obs["details"]["stateId"] in obs["text"]
     assert display_value(first["text"]) == "0"
     assert display_value(last["text"]) == "13"
+    # The model is told, in every observation and action result, that this is the simulator.
+    for r in results:
+        assert "[Simulated desktop: " in r["text"], r["text"][:300]
     # Actions: delivery state and the action-returned stateId the next click used.
     for r in results[1:5]:
         assert r["details"]["method"] == "click"
@@ -98,6 +101,7 @@ def test_cua_mode_switches_tools_and_survives_reload(pi_desk: Any) -> None:
     assert set(out["reopened"]) == JEV_SET
     # The daemon's session mode followed, also on the new connection after the reload.
     assert '"daemonMode":"jev"' in out["statusAfterJev"]["text"]
+    assert '"desktop":"simulated desktop: made-up apps' in out["statusAfterJev"]["text"]
     assert '"daemonMode":"jev"' in out["statusAfterReload"]["text"]
     assert [e["data"] for e in out["entries"] if e["customType"] == "cua-mode"] == [
         {"mode": "jev"},

@@ -64,6 +64,7 @@ export interface BackendStatus {
 	kind: string;
 	processes_started: number;
 	running_pid: number | null;
+	simulated?: boolean;
 }
 
 /**
@@ -104,6 +105,17 @@ export interface ClientSummary {
 }
 
 /**
+ * One thing an action needs of the desktop, checked without touching it (no input event,
+ * no window changed). `name`: `display`, `xtest`, `screenshot`, `accessibility_bus`.
+ */
+export interface DesktopCheck {
+	detail: string;
+	fix?: string;
+	name: string;
+	status: "failed" | "not_checked" | "ok";
+}
+
+/**
  * Check the backend without touching the desktop: handshake only, never a tool call.
  */
 export interface Doctor {
@@ -120,6 +132,7 @@ export interface DoctorFinding {
 export interface DoctorResult {
 	argv: string[];
 	backend: string;
+	checks?: DesktopCheck[];
 	error?: ErrorBody | null;
 	exit_status?: number | null;
 	findings?: DoctorFinding[];
@@ -131,6 +144,7 @@ export interface DoctorResult {
 	schema_differences?: SchemaDifference[];
 	server_name?: string;
 	server_version?: string;
+	simulated?: boolean;
 	stderr_tail?: string[];
 	tools?: string[];
 }

@@ -39,7 +39,7 @@ export async function statusPayload(
 			client.request("apps_list", {}),
 		]);
 		if (st.kind === "status") {
-			payload.daemon = {
+			const daemon: Record<string, unknown> = {
 				running: true,
 				version: st.version,
 				pid: st.pid,
@@ -47,6 +47,11 @@ export async function statusPayload(
 				lockedBy: st.locked_by || null,
 				queueDepth: st.queue_depth ?? 0,
 			};
+			// Said in words, not only as a flag: a model must not take made-up apps for real ones.
+			if (st.backend?.simulated) {
+				daemon.desktop = "simulated desktop: made-up apps and windows, not the person's real desktop";
+			}
+			payload.daemon = daemon;
 		}
 		if (modeState.kind === "mode") {
 			payload.daemonMode = modeState.mode;
