@@ -115,7 +115,11 @@ def _show(args: Args, result: dict[str, Any], human: Any) -> int:
 
 
 def _observe(args: Args, result: dict[str, Any]) -> int:
-    """Print an observation; with ``--screenshot FILE`` save the screenshot there first."""
+    """Print an observation; with ``--screenshot FILE`` save the screenshot there first.
+
+    The observation is printed either way; a FILE that was not written (no screenshot came,
+    or writing failed) is an error on stderr and exit 73, so a script never reads an old file.
+    """
     path = args.params.get("screenshot")
     data = result.get("screenshot")
     shown = {**result, "screenshot": None}
@@ -135,7 +139,12 @@ def _observe(args: Args, result: dict[str, Any]) -> int:
                 mime = result.get("screenshot_mime") or "unknown type"
                 note = f"saved to {path} ({mime}, {size} bytes)"
         else:
-            note = f"the backend sent none, so {path} was not written"
+            failure = (
+                f"the observation came without a screenshot, so {path} was not written; "
+                "`deskhandctl doctor` checks screenshot capture"
+            )
+            shown["screenshot_error"] = failure
+            note = "none came with this observation (see the error below)"
     elif data:
         note = "available; add --screenshot FILE to save it"
     if args.json:

@@ -15,7 +15,8 @@ code  exception                   meaning
 2     :class:`UsageError`         usage error: unknown command or option, bad value
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
                                   not allowed, or did not bring one up
-73    (none)                      ``observe --screenshot FILE`` could not write FILE (the
+73    (none)                      ``observe --screenshot FILE`` did not write FILE: no
+                                  screenshot came, or it could not be written (the
                                   observation itself succeeded and was printed)
 75    :class:`TimedOut`           the daemon did not answer within ``--timeout``
 76    :class:`ProtocolFailed`     handshake refused, wrong subprotocol or protocol version,

@@ -276,7 +276,9 @@ async def test_screenshot_never_written_through_a_symlink(
 async def test_observation_without_screenshot(
     ws_server: WsStart, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """When the backend sent no screenshot, FILE is not created and the output says so."""
+    """When the backend sent no screenshot, FILE is not created, the observation is still
+    printed (its state id is usable) and the command exits 73 with the reason on stderr, in
+    both output forms, so a script never takes an old file for this observation."""
     bare = {**OBSERVATION, "screenshot": None, "screenshot_mime": ""}
     script = with_overrides(
         get_app_state=lambda rid: [{"type": "result", "id": rid, "result": bare}]
@@ -285,11 +287,22 @@ async def test_observation_without_screenshot(
     code, _ = await one_request(
         ws_server, "observe", "Calculator", "--screenshot", str(shot), script=script
     )
-    assert code == 0
+    assert code == 73  # SCREENSHOT_NOT_SAVED
     assert not shot.exists()
-    assert (
-        f"screenshot: the backend sent none, so {shot} was not written" in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "App=/System/Applications/Calculator.app/" in out
+    assert "screenshot: none came with this observation" in out
+    assert out.rstrip().endswith("state: st-obs-1 (single use, valid 60 s)")
+    assert f"the observation came without a screenshot, so {shot} was not written" in err
+    assert "deskhandctl doctor" in err
+    code, _ = await one_request(
+        ws_server, "--json", "observe", "Calculator", "--screenshot", str(shot), script=script
     )
+    assert code == 73 and not shot.exists()
+    out, err = capsys.readouterr()
+    shown = json.loads(out)
+    assert shown["state_id"] == "st-obs-1" and shown["screenshot"] is None
+    assert "without a screenshot" in shown["screenshot_error"] and "without a screenshot" in err
 
 
 async def test_action_human_output(ws_server: WsStart, capsys: pytest.CaptureFixture[str]) -> None:
