@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 import structlog
 
 from deskhand_d import paths
-from deskhand_d.errors import EX_UNAVAILABLE, StartupError
+from deskhand_d.errors import EX_UNAVAILABLE, Count, Delivery, StartupError
 
 log = structlog.get_logger("deskhand.audit")
 
@@ -51,7 +51,13 @@ TEXT_KEYS: Final = ("text", "value")
 """Tool arguments whose content is typed or set text: only their length is recorded."""
 _MAX_FIELD_CHARS: Final = 200
 
-Delivery = Literal["dispatched", "refused", "unknown"]
+
+class AuditCount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How much input a ``partial`` (or interrupted) action delivered: counts only."""
+
+    done: int
+    total: int
+    unit: str
 
 
 class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -67,7 +73,9 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     tool: str
     delivery: Delivery
     """``dispatched``: sent and answered; ``refused``: never sent (policy, approval, stop, bad
-    request); ``unknown``: sent, but the outcome never arrived."""
+    request, an input check before the first event); ``partial``: the backend stopped after
+    sending part of the input (see ``delivered``); ``unknown``: sent, but the outcome never
+    arrived (a crash, a stop, a disconnect or the daemon stopping in flight)."""
     latency_ms: float
     code: str
     """The error code of the reply, or ``""``."""
@@ -77,6 +85,8 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """Length in characters of the typed text or set value; ``None`` for other tools."""
     run_id: str = ""
     """The Jev run (its trace's ``runId``) the dispatch belonged to; ``""`` for native ops."""
+    delivered: AuditCount | None = None
+    """For ``partial`` (and ``unknown`` where the backend counted): how much was sent."""
 
 
 def entry_for(
@@ -93,6 +103,7 @@ def entry_for(
     code: str = "",
     approval_reason: str = "",
     run_id: str = "",
+    delivered: Count | None = None,
 ) -> AuditEntry:
     """Build the entry for one dispatch from the raw call, keeping metadata only.
 
@@ -124,6 +135,11 @@ def entry_for(
         approval_reason=_clip(approval_reason),
         text_length=text_length,
         run_id=_clip(run_id),
+        delivered=(
+            None
+            if delivered is None
+            else AuditCount(delivered.done, delivered.total, _clip(delivered.unit))
+        ),
     )
 
 

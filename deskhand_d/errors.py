@@ -9,18 +9,78 @@ to the shells and are turned into ``error`` replies at the RPC boundary. Anythin
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Delivery = Literal["refused", "dispatched", "partial", "unknown"]
+"""What reached the desktop, the one fact every action reply states:
+
+* ``refused``: nothing was sent (a gate, a stop before the call, an input check that failed
+  before the first event);
+* ``dispatched``: the backend took the call and answered;
+* ``partial``: the backend sent some of the input and then stopped on purpose
+  (:class:`Count` says how much);
+* ``unknown``: the call was sent and no answer says what happened (a crash, a stop or a
+  disconnect in flight). Never retried.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    """How much of an action's input was delivered before it stopped: ``done`` of ``total``
+    ``unit`` (characters, keys, pointer events)."""
+
+    done: int
+    total: int
+    unit: str
+
+    def describe(self) -> str:
+        return f"{self.done} of {self.total} {self.unit}"
+
+    def to_data(self) -> dict[str, Any]:
+        return {"done": self.done, "total": self.total, "unit": self.unit}
 
 
 class DeskhandError(Exception):
-    """Base of every error a client may see. Raised by shells, never by pure code."""
+    """Base of every error a client may see. Raised by shells, never by pure code.
+
+    ``delivery`` is typed and set in one of three ways: by the class (an error that can only
+    mean one thing, such as :class:`OutcomeUnknown`), by the raiser (``delivery=``), or by the
+    layer that knows whether the backend was reached (:meth:`assume`). ``None`` means the
+    error has nothing to do with the desktop (a bad request, a grants-file problem). It is
+    added to the reply's ``data`` only at the RPC boundary (:meth:`reply_data`).
+    """
 
     code: ClassVar[str] = "internal"
+    default_delivery: ClassVar[Delivery | None] = None
 
-    def __init__(self, message: str, *, data: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        data: dict[str, Any] | None = None,
+        delivery: Delivery | None = None,
+        delivered: Count | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.data: dict[str, Any] = dict(data or {})
+        self.delivery: Delivery | None = delivery or self.default_delivery
+        self.delivered = delivered
+
+    def assume(self, delivery: Delivery) -> None:
+        """Set the delivery unless the raiser already knew better."""
+        if self.delivery is None:
+            self.delivery = delivery
+
+    def reply_data(self) -> dict[str, Any]:
+        """``data`` as the client receives it, with the delivery facts added."""
+        if self.delivery is None:
+            return self.data
+        out = {**self.data, "delivery": self.delivery}
+        if self.delivered is not None:
+            out["delivered"] = self.delivered.to_data()
+        return out
 
 
 class ConfigError(DeskhandError):
@@ -78,6 +138,7 @@ class BackendUnavailable(DeskhandError):
     """The backend could not be started, or died before a call was sent. Nothing happened."""
 
     code = "backend_unavailable"
+    default_delivery = "refused"
 
 
 class DesktopUnreachable(BackendUnavailable):
@@ -96,21 +157,34 @@ class BackendTimeout(DeskhandError):
     """
 
     code = "backend_timeout"
+    default_delivery = "refused"
 
 
 class OutcomeUnknown(DeskhandError):
-    """A call was sent but its result never arrived (timeout, crash, broken pipe, garbage).
+    """A call was sent but its result never arrived (timeout, crash, broken pipe, garbage),
+    or the app it was acting on went away in the middle of it.
 
     The action may or may not have happened. Deskhand never retries it: observe again.
     """
 
     code = "outcome_unknown"
+    default_delivery = "unknown"
+
+
+class InputTargetChanged(DeskhandError):
+    """The backend stopped an action before sending more input because the input would no
+    longer have reached the app the person allowed (another window took the keyboard focus
+    or covers the point). ``delivery`` is ``refused`` when nothing was sent, else ``partial``
+    with the count in ``delivered``. Observe again before acting."""
+
+    code = "input_target_changed"
 
 
 class BackendError(DeskhandError):
     """The backend answered with a JSON-RPC error (``data.rpc_code``); the call did not run."""
 
     code = "backend_error"
+    default_delivery = "refused"
 
 
 class SessionStopped(DeskhandError):
@@ -123,12 +197,14 @@ class ApprovalDeclined(DeskhandError):
     """The person declined the backend's approval prompt for this app."""
 
     code = "approval_declined"
+    default_delivery = "refused"
 
 
 class ApprovalCancelled(DeskhandError):
     """The approval prompt was cancelled (no one could answer, unsupported, or cancelled)."""
 
     code = "approval_cancelled"
+    default_delivery = "refused"
 
 
 class AppNotAllowed(DeskhandError):
@@ -138,6 +214,7 @@ class AppNotAllowed(DeskhandError):
     """
 
     code = "app_not_allowed"
+    default_delivery = "refused"
 
 
 class GrantsFileError(DeskhandError):
@@ -152,6 +229,7 @@ class ConsentDenied(DeskhandError):
     sent to the backend."""
 
     code = "consent_denied"
+    default_delivery = "refused"
 
 
 class AppUnidentified(DeskhandError):
@@ -159,6 +237,7 @@ class AppUnidentified(DeskhandError):
     consent can cover it. Nothing was sent; give its full path or bundle id."""
 
     code = "app_unidentified"
+    default_delivery = "refused"
 
 
 class IdentityChanged(DeskhandError):
@@ -166,6 +245,7 @@ class IdentityChanged(DeskhandError):
     launched. Ask again."""
 
     code = "identity_changed"
+    default_delivery = "refused"
 
 
 class GrantNotFound(DeskhandError):
@@ -181,6 +261,7 @@ class StateError(DeskhandError):
     """
 
     code = "state_unknown"
+    default_delivery = "refused"
 
 
 class StateUnknown(StateError):
@@ -225,24 +306,28 @@ class RecoveryPending(DeskhandError):
     """The app changed under us; every op is refused until a fresh get_app_state succeeds."""
 
     code = "recovery_pending"
+    default_delivery = "refused"
 
 
 class LaunchBanned(DeskhandError):
     """launch_app is banned for this app for the rest of the turn (stop, decline or unknown)."""
 
     code = "launch_banned"
+    default_delivery = "refused"
 
 
 class Locked(DeskhandError):
     """The emergency stop is engaged; only status and unlock are accepted."""
 
     code = "locked"
+    default_delivery = "refused"
 
 
 class QueueFull(DeskhandError):
     """The action queue is at its configured depth; try again shortly."""
 
     code = "queue_full"
+    default_delivery = "refused"
 
 
 class ModeBusy(DeskhandError):
@@ -255,6 +340,7 @@ class HandoffRequired(DeskhandError):
     """In jev mode, native actions need an active handoff for this app with budget left."""
 
     code = "handoff_required"
+    default_delivery = "refused"
 
 
 class Cancelled(DeskhandError):

@@ -15,7 +15,14 @@ import sys
 
 from deskhand_d import __version__
 from deskhandctl.cmdline import PASSTHROUGH, parse
-from deskhandctl.exitcodes import DAEMON_ERROR, INTERRUPTED, USAGE, CliError, DaemonError
+from deskhandctl.exitcodes import (
+    DAEMON_ERROR,
+    INTERRUPTED,
+    OUTCOME_UNKNOWN,
+    USAGE,
+    CliError,
+    DaemonError,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,6 +71,8 @@ def _daemon_error(args: Args, exc: DaemonError) -> int:
     note = refusal(exc.data)
     if note is not None:
         print(f"deskhandctl: {note}", file=sys.stderr)
+    if exc.data.get("delivery") in ("unknown", "partial"):
+        return OUTCOME_UNKNOWN
     return DAEMON_ERROR
 
 

@@ -14,7 +14,15 @@ from __future__ import annotations
 import sys
 
 from deskhandctl import deskview, jsonwire, render
-from deskhandctl.exitcodes import DAEMON_ERROR, OK, SCREENSHOT_NOT_SAVED, TimedOut
+from deskhandctl.exitcodes import (
+    DAEMON_ERROR,
+    OK,
+    SCREENSHOT_NOT_SAVED,
+    NotRunning,
+    OutcomeUnknown,
+    ProtocolFailed,
+    TimedOut,
+)
 from deskhandctl.grammar import leaf
 
 TYPE_CHECKING = False
@@ -76,14 +84,7 @@ def run(session: Session, args: Args) -> int:
     fields = request_fields(command, args.params)
     if name == "run":
         return _run_task(args, session, fields)
-    try:
-        result = session.request(op, **fields)
-    except TimedOut as exc:
-        if not command.acts:
-            raise
-        raise TimedOut(
-            f"{exc.message} The action may or may not have happened: observe again before acting."
-        ) from None
+    result = _request(session, op, fields, acts=command.acts)
     if name == "observe":
         return _observe(args, result)
     code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
@@ -96,12 +97,26 @@ def run(session: Session, args: Args) -> int:
 RUN_OK = frozenset({"done", "dry_run", "needs_planner"})
 
 
+def _request(session: Session, op: str, fields: dict[str, object], *, acts: bool) -> Any:
+    """``session.request``, except that losing the daemon (or its answer) once an action was
+    sent is reported as an unknown outcome, never as a plain failure."""
+    try:
+        return session.request(op, **fields)
+    except (TimedOut, NotRunning, ProtocolFailed) as exc:
+        if not acts:
+            raise
+        raise OutcomeUnknown(
+            f"{exc.message} The action was already sent: it may or may not have happened, in "
+            "whole or in part. Observe the app again before acting."
+        ) from None
+
+
 def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
     """``run``: progress lines arrive as events while it runs; then the ending."""
     role, label = args.params.get("verify_role"), args.params.get("verify_label")
     if role is not None:
         fields["verify"] = {"role": role, "label_equals": label}
-    result = session.request("run", **fields)
+    result = _request(session, "run", fields, acts=True)
     _show(args, result, render.run_result)
     return OK if result.get("status") in RUN_OK else DAEMON_ERROR
 

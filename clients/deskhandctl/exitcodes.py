@@ -13,6 +13,11 @@ code  exception                   meaning
                                   found a problem and an action the backend reported as
                                   failed (``ok: false``)
 2     :class:`UsageError`         usage error: unknown command or option, bad value
+3     :class:`OutcomeUnknown`     an action may or may not have reached the desktop, or
+                                  reached it only in part: the daemon replied with
+                                  ``delivery`` ``unknown`` or ``partial``, or it went away
+                                  (stopped, crashed, timed out) while the action was in
+                                  progress. Observe the app again before acting
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
                                   not allowed, or did not bring one up
 73    (none)                      ``observe --screenshot FILE`` did not write FILE: no
@@ -41,6 +46,7 @@ if TYPE_CHECKING:
 OK = 0
 DAEMON_ERROR = 1
 USAGE = 2
+OUTCOME_UNKNOWN = 3
 NOT_RUNNING = 69
 SCREENSHOT_NOT_SAVED = 73
 TIMED_OUT = 75
@@ -69,6 +75,13 @@ class DaemonError(CliError):
         self.code = code
         self.detail = message
         self.data: dict[str, Any] = dict(data or {})
+
+
+class OutcomeUnknown(CliError):
+    """An action was in progress when the daemon went away or stopped answering: it may or
+    may not have happened."""
+
+    exit_code = OUTCOME_UNKNOWN
 
 
 class UsageError(CliError):

@@ -307,8 +307,13 @@ def lock(result: dict[str, Any]) -> str:
 def refusal(data: dict[str, Any]) -> str | None:
     """What an error reply's ``data.delivery`` means for the desktop, or None."""
     delivery = data.get("delivery")
+    count = _count(data.get("delivered"))
     if delivery == "unknown":
-        return "outcome unknown: the action may or may not have happened; observe again"
+        sent = f" ({count} had been sent)" if count else ""
+        return f"outcome unknown: the action may or may not have happened{sent}; observe again"
+    if delivery == "partial":
+        sent = count or "part of the input"
+        return f"partly delivered: {sent} reached the app before it stopped; observe again"
     if delivery == "refused":
         return "refused: nothing was sent to the desktop"
     if delivery == "dispatched":
@@ -316,6 +321,16 @@ def refusal(data: dict[str, Any]) -> str | None:
         said = f"; it said:\n{quoted(text, limit=2000)}" if isinstance(text, str) and text else ""
         return f"dispatched: the backend received the action and answered{said}"
     return None
+
+
+def _count(value: object) -> str:
+    """``{"done": 93, "total": 240, "unit": "characters"}`` -> ``93 of 240 characters``."""
+    if not isinstance(value, dict):
+        return ""
+    done, total, unit = value.get("done"), value.get("total"), value.get("unit")
+    if type(done) is not int or type(total) is not int or not isinstance(unit, str):
+        return ""
+    return f"{done} of {total} {printable(unit)}"
 
 
 def result(command: str, result: dict[str, Any]) -> str:

@@ -111,7 +111,8 @@ class ConsentGate:
             self._identities.pop(app, None)
             raise E.AppUnidentified(
                 f"cannot tell which program {app!r} is without launching it: {exc}",
-                data={"app": app, "delivery": "refused"},
+                data={"app": app},
+                delivery="refused",
             ) from None
         self._identities[app] = _Cached(identity, stamp, now)
         return identity
@@ -200,7 +201,8 @@ class ConsentGate:
             raise E.IdentityChanged(
                 f"{identity.app!r} changed on disk while you were deciding ({identity.path}); "
                 "nothing was launched or sent; ask again",
-                data={"app": identity.app, "delivery": "refused"},
+                data={"app": identity.app},
+                delivery="refused",
             )
         task.record(identity, choice, generation=self.generation())
         return Admission(identity, "saved" if choice == "always" else "task")
@@ -254,5 +256,6 @@ class ConsentGate:
         return E.ConsentDenied(
             f"Deskhand may not operate {identity.app!r}: {why}. Nothing was sent. Ask the "
             "person; they decide on their next request, or with `deskhandctl grants restore`.",
-            data={"app": identity.app, "reason": reason, "delivery": "refused"},
+            data={"app": identity.app, "reason": reason},
+            delivery="refused",
         )

@@ -33,7 +33,7 @@ def tool_for(p: Prepared) -> tuple[str, dict[str, Any]]:
         return "scroll", {"element_index": p.index, "direction": p.direction, "pages": 1}
     raise E.HandoffRequired(
         f"{p.kind} needs the calling agent or the person; Jev runs never dispatch it",
-        data={"delivery": "refused"},
+        delivery="refused",
     )
 
 
@@ -62,5 +62,6 @@ class ServiceDesk:
         if res.output.is_error:
             raise E.BackendError(
                 f"the backend reported an error for {tool}: {res.output.text.strip()[:300]}",
-                data={"delivery": "dispatched", "app": app},
+                data={"app": app},
+                delivery="dispatched",
             )

@@ -167,6 +167,9 @@ class TaskLoop:
                 errorName=exc.code,
                 errorMessage=exc.message,
                 outcomeUnknown=ending.outcome_unknown,
+                # the same delivery value the reply and the audit line carry
+                delivery=exc.delivery,
+                delivered=exc.delivered.to_data() if exc.delivered is not None else None,
             )
         ending.trace_incomplete = self.trace.failed
         self._record_quietly("outcome", step=self.steps, phase=self.phase, result=ending.as_dict())

@@ -100,9 +100,9 @@ def candidate_key(selection: ax.Selection) -> tuple[tuple[int, str, str], ...]:
 
 def refusal_ending(exc: E.DeskhandError, steps: int) -> Ending:
     """How a run ends when the desk, Jev or the trace refuses or fails (not a cancellation)."""
-    if isinstance(exc, E.OutcomeUnknown) or exc.data.get("delivery") == "unknown":
+    if exc.delivery in ("unknown", "partial"):
         return Ending(status="error", reason="outcome_unknown", steps=steps, outcome_unknown=True)
-    refused = exc.data.get("delivery") == "refused" or isinstance(
+    refused = exc.delivery == "refused" or isinstance(
         exc, E.ConsentDenied | E.AppNotAllowed | E.Locked | E.ApprovalDeclined | E.ApprovalCancelled
     )
     return Ending(status="stop" if refused else "error", reason=exc.code, steps=steps)

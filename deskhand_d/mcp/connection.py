@@ -252,13 +252,14 @@ class BackendConnection:
             if tool is None:
                 raise BadRequest(
                     f"the backend has no tool named {name}; "
-                    "run `deskhandctl doctor` to see its tools"
+                    "run `deskhandctl doctor` to see its tools",
+                    delivery="refused",
                 )
             schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
             try:
                 args = negotiate(name, arguments, schema or {})
             except ArgumentsRefused as exc:
-                raise BadRequest(str(exc), data={"tool": name}) from None
+                raise BadRequest(str(exc), data={"tool": name}, delivery="refused") from None
             return await self._call(proc, name, args, on_approval, timeout_s or self.call_timeout_s)
         finally:
             self._call_lock.release()

@@ -57,7 +57,8 @@ class Gates:
             raise E.Locked(
                 f"the emergency stop is engaged (by {self.locked_by}); nothing runs until "
                 "`deskhandctl unlock`",
-                data={"by": self.locked_by, "delivery": "refused"},
+                data={"by": self.locked_by},
+                delivery="refused",
             )
 
     def check_app(self, app: str) -> None:
@@ -65,7 +66,8 @@ class Gates:
             raise E.AppNotAllowed(
                 f"{app!r} is not on the allowlist, so nothing was sent; only the person may add "
                 f"it, with `deskhandctl apps add {app!r}`",
-                data={"app": app, "delivery": "refused"},
+                data={"app": app},
+                delivery="refused",
             )
 
     def check_recovery(self, session: Session, app: str, *, observing: bool) -> None:

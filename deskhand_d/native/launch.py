@@ -54,7 +54,7 @@ async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
         raise BackendError(
             f"launching {app!r} did not finish within {timeout_s:g} s; observe it to see whether "
             "it opened",
-            data={"delivery": "unknown"},
+            delivery="unknown",
         ) from None
     except OSError as exc:
         raise BackendUnavailable(f"cannot run {argv[0]}: {exc.strerror}") from None
@@ -62,6 +62,6 @@ async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
         why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no details"]
         raise BackendError(
             f"launching {app!r} failed ({argv[0]} exited {done.returncode}: {why[0][:200]})",
-            data={"delivery": "refused"},
+            delivery="refused",
         )
     return f"asked the system to open {app!r}; observe it with get_app_state"

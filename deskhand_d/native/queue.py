@@ -96,7 +96,7 @@ class ActionQueue:
                     f"{job.label} was cancelled while running "
                     f"({job.stopped_by or 'the request was cancelled'}); whether it took "
                     "effect is unknown, so observe again",
-                    data={"delivery": "unknown", "cause": "cancelled"},
+                    data={"cause": "cancelled"},
                 )
             )
 
@@ -127,7 +127,8 @@ class ActionQueue:
                 job.result = outcome.Error(
                     Cancelled(
                         "cancelled before it ran "
-                        f"({job.stopped_by or 'the request was cancelled'}); nothing was sent"
+                        f"({job.stopped_by or 'the request was cancelled'}); nothing was sent",
+                        delivery="refused",
                     )
                 )
                 job.done.set()

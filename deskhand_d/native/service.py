@@ -79,7 +79,7 @@ def refused_if_raised() -> Iterator[None]:
     try:
         yield
     except E.DeskhandError as exc:
-        exc.data.setdefault("delivery", "refused")
+        exc.assume("refused")
         raise
 
 
@@ -176,7 +176,8 @@ class NativeService(Gates):
                 task_id=id(session),
             )
         except E.DeskhandError as exc:
-            exc.data.update(delivery="dispatched", withheld=True)
+            exc.delivery = "dispatched"
+            exc.data["withheld"] = True
             raise
         session.recovery.discard(app)
         return res, info
@@ -226,7 +227,7 @@ class NativeService(Gates):
         try:
             res = await self.dispatch_action(caller, tool, app, args)
         except E.DeskhandError as exc:
-            if under_handoff and exc.data.get("delivery") in ("dispatched", "unknown"):
+            if under_handoff and exc.delivery in ("dispatched", "partial", "unknown"):
                 self.spend_handoff(session)
             raise
         if under_handoff:
@@ -271,7 +272,7 @@ class NativeService(Gates):
             raise E.OutcomeUnknown(
                 f"{tool} was answered while an approval was still open; whether it took effect "
                 "is unknown, so observe again",
-                data={"delivery": "unknown", "app": app},
+                data={"app": app},
             )
         if out.is_error and "The user changed" in out.text:
             session.recovery.add(app)
@@ -279,7 +280,8 @@ class NativeService(Gates):
             raise E.StateChanged(
                 f"the person changed {app!r} meanwhile; call get_app_state for it before "
                 "anything else",
-                data={"delivery": "dispatched", "app": app, "text": out.text[:2000]},
+                data={"app": app, "text": out.text[:2000]},
+                delivery="dispatched",
             )
         return res
 
@@ -337,40 +339,61 @@ class NativeService(Gates):
                 return await asker(req, app)
 
         started = trio.current_time()
-        delivery: Literal["dispatched", "refused", "unknown"] = "refused"
-        code = ""
-        reason: str | None = None
+        running = False  # set once the queue hands the call to the backend
 
         async def job() -> CallResult:
+            nonlocal running
+            running = True
             return await self.backend.call_tool(tool, args, on_approval=approval)
 
+        delivery: E.Delivery = "refused"
+        delivered: E.Count | None = None
+        code = ""
+        reason: str | None = None
         try:
             res: CallResult = await self.queue.run(
                 job, owner=caller.owner, session_id=caller.session.session_id, label=tool
             )
-        except E.OutcomeUnknown as exc:
-            delivery, code = "unknown", exc.code
-            exc.data.setdefault("delivery", "unknown")
-            if tool not in ("get_app_state", "list_apps"):
-                caller.session.launch_banned.add(app)
-            caller.session.invalidate("the last call's outcome is unknown")
+        except E.DeskhandError as exc:
+            # A failure after the call was handed over can have reached the app: never say
+            # "refused" for it unless the backend itself said that nothing was sent.
+            exc.assume("unknown" if running else "refused")
+            delivery, delivered, code = exc.delivery or "unknown", exc.delivered, exc.code
+            if delivery in ("unknown", "partial"):
+                if tool not in ("get_app_state", "list_apps"):
+                    caller.session.launch_banned.add(app)
+                caller.session.invalidate("the last call's outcome is unknown")
+            else:
+                caller.session.invalidate("the last call failed")
             caller.session.handoff = None  # a backend error ends the handoff
             raise
-        except E.DeskhandError as exc:
-            code = exc.code
-            exc.data.setdefault("delivery", "refused")
-            caller.session.invalidate("the last call failed")
-            caller.session.handoff = None
+        except BaseException:
+            # trio.Cancelled (the client went away, the daemon is stopping) or a bug: once
+            # the call was handed over, what it did is unknown.
+            delivery, code = ("unknown", "cancelled") if running else ("refused", "cancelled")
             raise
         else:
             delivery = "dispatched"
             reason = res.approval_reason
             if res.output.is_error or res.output.kind is not Kind.OK:
                 code = res.output.kind.value
+            short = res.output.shortfall
+            if short is not None:  # the backend says how far it got; the reply will agree
+                delivery = short.state
+                if short.done is not None and short.total is not None:
+                    delivered = E.Count(short.done, short.total, short.unit)
             return res
         finally:
             self._audit(
-                caller, app, tool, delivery, trio.current_time() - started, code, reason, args
+                caller,
+                app,
+                tool,
+                delivery,
+                trio.current_time() - started,
+                code,
+                reason,
+                args,
+                delivered,
             )
 
     def _audit(
@@ -378,11 +401,12 @@ class NativeService(Gates):
         caller: Caller,
         app: str,
         tool: str,
-        delivery: Literal["dispatched", "refused", "unknown"],
+        delivery: E.Delivery,
         elapsed: float,
         code: str,
         reason: str | None,
         args: dict[str, Any],
+        delivered: E.Count | None = None,
     ) -> None:
         if self.audit is not None:
             self.audit.dispatch(
@@ -397,4 +421,5 @@ class NativeService(Gates):
                 code=code,
                 approval_reason=reason or "",
                 run_id=caller.run_id,
+                delivered=delivered,
             )

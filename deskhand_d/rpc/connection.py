@@ -100,6 +100,7 @@ class Connection:
         self._limit = hub.config.daemon.max_outstanding_requests
         self._read_scope = trio.CancelScope()
         self._close_request: tuple[int, str] | None = None
+        self._idle = trio.Event()  # set whenever the last outstanding request has replied
 
     async def send(self, message: ServerMessage) -> None:
         try:
@@ -111,9 +112,8 @@ class Connection:
         await self.send(Event(event=event))
 
     async def _reply_error(self, rid: int | None, exc: DeskhandError) -> None:
-        await self.send(
-            Error(id=rid, error=ErrorBody(code=exc.code, message=exc.message, data=exc.data))
-        )
+        body = ErrorBody(code=exc.code, message=exc.message, data=exc.reply_data())
+        await self.send(Error(id=rid, error=body))
 
     def request_close(self, code: int, reason: str) -> None:
         """Ask :meth:`run` to stop reading, cancel in-flight work and close with ``code``."""
@@ -130,6 +130,15 @@ class Connection:
                     except ConnectionClosed:
                         break
                     self._accept(nursery, payload)
+            if self._close_request is not None and self._outstanding:
+                # The daemon is stopping: every request in flight is cancelled in its own
+                # scope, so each still gets a reply that says what it left behind (an action
+                # already sent: outcome unknown) before the connection closes.
+                self._idle = trio.Event()
+                for scope in list(self.request_scopes.values()):
+                    scope.cancel()
+                with trio.move_on_after(1):
+                    await self._idle.wait()
             nursery.cancel_scope.cancel()
         if self._close_request is not None:
             # Closing from here, while trio-websocket's reader task is still alive, lets the
@@ -178,10 +187,14 @@ class Connection:
             if scope.cancelled_caught and report is not None:
                 raise report()  # the handler knows best what a cancellation left behind
             if scope.cancelled_caught:
+                why = (
+                    f"cancelled because {self._close_request[1]}"
+                    if self._close_request is not None
+                    else "cancelled at the client's request"
+                )
                 raise Cancelled(
-                    "cancelled at the client's request; if it had already started, its outcome "
-                    "is unknown: observe again",
-                    data={"delivery": "unknown"},
+                    f"{why}; if it had already started, its outcome is unknown: observe again",
+                    delivery="unknown",
                 )
         except DeskhandError as exc:
             await self._reply_error(request.id, exc)
@@ -198,6 +211,8 @@ class Connection:
             self.request_scopes.pop(request.id, None)
             self.cancel_reports.pop(request.id, None)
             self._outstanding.discard(request.id)
+            if not self._outstanding:
+                self._idle.set()
             self.hub.counters.record(op, trio.current_time() - started, ok=ok)
         if self.stop_after_reply:
             self.hub.request_shutdown(f"asked by client {self.conn_id}")

@@ -105,11 +105,12 @@ async def run(conn: Connection, req: Run) -> ResultBody:
             return E.OutcomeUnknown(
                 "the run was cancelled while an action was being dispatched; whether it took "
                 "effect is unknown, so observe again",
-                data={**data, "delivery": "unknown"},
+                data=data,
             )
         return E.Cancelled(
             f"the run was cancelled ({loop.phase}); nothing was being dispatched",
-            data={**data, "delivery": "refused"},
+            data=data,
+            delivery="refused",
         )
 
     conn.cancel_reports[req.id] = on_cancel

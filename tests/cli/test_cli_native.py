@@ -352,15 +352,17 @@ async def test_refusals_exit_1_with_error_object(
     data: dict[str, Any],
     note: str | None,
 ) -> None:
-    """An error reply exits 1; stderr explains delivery; --json prints the error object."""
+    """An error reply exits 1 (3 when the outcome is unknown); stderr explains delivery;
+    --json prints the error object."""
     script = with_overrides(click=lambda rid: [error(rid, code, "because", **data)])
-    assert (await one_request(ws_server, "click", *A, "--index", "1", script=script))[0] == 1
+    want = 3 if data.get("delivery") == "unknown" else 1
+    assert (await one_request(ws_server, "click", *A, "--index", "1", script=script))[0] == want
     err = capsys.readouterr().err.splitlines()
     assert err[0] == f"deskhandctl: {code}: because"
     assert err[1:] == ([f"deskhandctl: {note}"] if note else [])
     assert (await one_request(ws_server, "--json", "click", *A, "--index", "1", script=script))[
         0
-    ] == 1
+    ] == want
     assert json.loads(capsys.readouterr().out) == {
         "error": {"code": code, "message": "because", "data": data}
     }
@@ -452,10 +454,11 @@ async def test_unanswerable_question_is_left_to_the_daemon(
 async def test_action_timeout_says_outcome_unknown(
     ws_server: WsStart, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No reply to an action in time: exit 75, and the message says to observe again."""
+    """No reply to an action in time: exit 3 (outcome unknown), and the message says to
+    observe again."""
     script = with_overrides(click=[])
     assert (
         await one_request(ws_server, "--timeout", "0.3", "click", *A, "--index", "1", script=script)
-    )[0] == 75
+    )[0] == 3
     err = capsys.readouterr().err
     assert "did not answer 'click' in time" in err and "may or may not have happened" in err

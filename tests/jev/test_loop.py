@@ -142,7 +142,7 @@ async def test_no_retries_and_refusals_end_the_run() -> None:
     class Refusing(Desk):
         async def act(self, prepared: Prepared) -> None:
             self.actions.append(prepared)
-            raise E.ConsentDenied("no", data={"delivery": "refused"})
+            raise E.ConsentDenied("no")
 
     desk = Refusing(CALC)
     ending = await loop(Task(app="Calculator", goal="Enter 6"), desk, Decider(click(11))).run()
@@ -152,7 +152,7 @@ async def test_no_retries_and_refusals_end_the_run() -> None:
     class Unknown(Desk):
         async def act(self, prepared: Prepared) -> None:
             self.actions.append(prepared)
-            raise E.OutcomeUnknown("lost", data={"delivery": "unknown"})
+            raise E.OutcomeUnknown("lost")
 
     desk = Unknown(CALC)
     ending = await loop(Task(app="Calculator", goal="Enter 6"), desk, Decider(click(11))).run()
