@@ -11,6 +11,8 @@ packages=(
   at-spi2-core libatk-adaptor    # a11y bus launcher + registry; GTK 3's bridge to it
   gnome-calculator               # GTK 4 test app
   galculator                     # GTK 3 test app
+  mousepad gnome-text-editor     # GTK 3 and GTK 4 editors: input-target and real-app tests
+  gir1.2-gtk-3.0                 # the tests' witness app (GTK 3 through python3-gi)
   python3-gi gir1.2-atspi-2.0    # libatspi through GI: reference dumps, never in the daemon
   xdotool x11-utils              # optional: poking at the display by hand (xdotool, xwininfo)
   tesseract-ocr                  # reads the demo's screenshot back in its test (does it show 13?)

@@ -6,7 +6,12 @@
   libatspi through python3-gi (``bench/atspi_reference.py``, warm walks) in the same run.
   Target: <= 0.5.
 * action latency: ``click`` by index on a keypad button (the answer comes back after the
-  action has been delivered and the window observed again, as Sky does), p50 and p95.
+  action has been delivered and the window observed again, as Sky does), p50 and p95; and
+  ``press_key`` of a digit, which goes through XTest and so through the input-target guard.
+* the input-target guard itself (``deskhand_d/backends/atspi/x11guard.py``): one key batch
+  (Shift pressed and released on the focused Calculator) timed in-process with and without
+  the guard's server grab and owner check, in the same run; the difference is what every
+  guarded batch adds.
 
 Run it alone as ``.venv/bin/python bench/atspi.py`` (JSON on stdout); ``bench/run.py``
 imports :func:`measure_atspi` and skips it where there is no Xvfb or gnome-calculator.
@@ -35,6 +40,7 @@ from deskhand_d.jev import ax  # noqa: E402
 
 RUNS = 30
 CLICKS = 40
+GUARD_BATCHES = 300
 TARGET = 0.5
 APP = "gnome-calculator"
 
@@ -100,6 +106,13 @@ def _measure(desk: xsession.Desktop, child: McpChild) -> dict[str, Any]:
         done = child.call("click", app="Calculator", element_index=str(button))
         click_ms.append((time.perf_counter() - start) * 1000)
         assert not done.is_error, done.text
+    key_ms: list[float] = []
+    for _ in range(CLICKS):
+        start = time.perf_counter()
+        done = child.call("press_key", app="Calculator", key="6")
+        key_ms.append((time.perf_counter() - start) * 1000)
+        assert not done.is_error, done.text
+    guard = _guard_cost(desk)
     state = statistics.median(state_ms)
     dump = statistics.median(reference["walk_ms"])
     return {
@@ -112,6 +125,34 @@ def _measure(desk: xsession.Desktop, child: McpChild) -> dict[str, Any]:
         "target": TARGET,
         "click_p50_ms": round(statistics.median(click_ms), 2),
         "click_p95_ms": round(_p(click_ms, 0.95), 2),
+        "press_key_p50_ms": round(statistics.median(key_ms), 2),
+        "press_key_p95_ms": round(_p(key_ms, 0.95), 2),
+        **guard,
+        "guard_share_of_press_key": round(guard["guard_added_ms"] / statistics.median(key_ms), 4),
+    }
+
+
+def _guard_cost(desk: xsession.Desktop) -> dict[str, float]:
+    """One key batch with and without the input-target guard, alternating, in-process."""
+    from deskhand_d.backends.atspi.x11 import X11
+    from deskhand_d.backends.atspi.x11guard import Guard
+
+    pid = desk.apps[APP].pid
+    guard = Guard(pid=pid)
+    plain: list[float] = []
+    guarded: list[float] = []
+    with X11.open(desk.display) as x:
+        x.activate_pid(pid, focus=True)
+        for _ in range(GUARD_BATCHES):
+            for sample, g in ((plain, None), (guarded, guard)):
+                start = time.perf_counter()
+                x.press_key("shift", guard=g)
+                sample.append((time.perf_counter() - start) * 1000)
+    base, checked = statistics.median(plain), statistics.median(guarded)
+    return {
+        "key_batch_ms": round(base, 3),
+        "key_batch_guarded_ms": round(checked, 3),
+        "guard_added_ms": round(checked - base, 3),
     }
 
 

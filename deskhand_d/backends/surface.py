@@ -26,6 +26,13 @@ TOOL_ORDER: Final = (
 
 READ_ONLY_TOOLS: Final = frozenset({"list_apps", "get_app_state"})
 
+DELIVERY_META: Final = "deskhand/delivery"
+"""A ``_meta`` key Deskhand's own AT-SPI backend adds to a tool result that did not do
+all it was asked: ``{"state": "refused" | "partial" | "unknown", "reason": ..., "done": n,
+"total": n, "unit": "characters"}`` (counts optional). ``reason`` is ``target_changed`` (the
+input would have reached another program), ``target_gone`` (the app quit) or ``failed``.
+Sky never sends it; a client that does not know it still sees an ``isError`` result."""
+
 _APP = {"type": "string", "description": "Target app: its name, full .app path or bundle id"}
 _APP_SHORT = {"type": "string", "description": "Target app: its name or bundle id"}
 _INDEX = {"type": "string", "description": "Index of the element in the latest state"}

@@ -15,9 +15,11 @@ from __future__ import annotations
 import base64
 import enum
 import re
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
+
+from deskhand_d.backends.surface import DELIVERY_META
 
 STOP_NOTICE: Final = (
     "This application session has been explicitly stopped by the user for this turn. "
@@ -49,6 +51,40 @@ class Kind(enum.StrEnum):
     APPROVAL_CANCELLED = "approval_cancelled"
     NOT_AUTHENTICATED = "not_authenticated"
     PARTIAL_UPDATE = "partial_update"
+    INPUT_STOPPED = "input_stopped"
+
+
+class Shortfall(msgspec.Struct, frozen=True, kw_only=True):
+    """Deskhand's own backends say so when a call did not do all it was asked
+    (``_meta["deskhand/delivery"]``, see :data:`~deskhand_d.backends.surface.DELIVERY_META`)."""
+
+    state: Literal["refused", "partial", "unknown"]
+    reason: str
+    done: int | None = None
+    total: int | None = None
+    unit: str = ""
+
+
+def shortfall(result: Any) -> Shortfall | None:
+    """The delivery note of a result, or None (absent or malformed: ignored, not trusted)."""
+    if not isinstance(result, dict):
+        return None
+    meta = result.get("_meta")
+    note = meta.get(DELIVERY_META) if isinstance(meta, dict) else None
+    if not isinstance(note, dict):
+        return None
+    state = note.get("state")
+    if state != "refused" and state != "partial" and state != "unknown":
+        return None
+    counts = [note.get(k) for k in ("done", "total")]
+    ok = all(type(c) is int and c >= 0 for c in counts) and isinstance(note.get("unit"), str)
+    return Shortfall(
+        state=state,
+        reason=str(note.get("reason", ""))[:40],
+        done=counts[0] if ok else None,
+        total=counts[1] if ok else None,
+        unit=str(note.get("unit", ""))[:40] if ok else "",
+    )
 
 
 class Image(msgspec.Struct, frozen=True):
@@ -76,6 +112,7 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     images: tuple[Image, ...]
     is_error: bool
+    shortfall: Shortfall | None = None
 
 
 def _strip_code(text: str) -> str:
@@ -128,6 +165,11 @@ def _has_diff_header(text: str) -> bool:
 def classify(result: Any) -> ToolOutput:
     text, images, is_error = decode(result)
     kind = Kind.OK
+    short = shortfall(result) if is_error else None
+    if short is not None:
+        return ToolOutput(
+            kind=Kind.INPUT_STOPPED, text=text, images=images, is_error=True, shortfall=short
+        )
     head = text[:400].lstrip()  # every marker below is at the start of a standalone reply
     if head.startswith(("This application session", ERROR_PREFIX)) and is_stop_notice(text):
         kind = Kind.SESSION_STOPPED

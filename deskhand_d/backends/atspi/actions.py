@@ -22,6 +22,7 @@ from .bus import Bus, BusError, BusTimeout, CallFailed, Gone
 from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref
 from .roles import Role, State
 from .screen import Screen, ScreenUnavailable, centre, to_screen
+from .x11guard import Guard
 
 DIRECTIONS = ("up", "down", "left", "right")
 SELECTIONS = ("text", "cursor_before", "cursor_after")
@@ -41,21 +42,25 @@ def x11_unavailable(why: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where an action lands: the bus, the display, and the window's screen origin."""
+    """Where an action lands: the bus, the display, the window's screen origin, and the
+    guard that keeps synthesized input inside the app's process."""
 
     bus: Bus
     screen: Screen
     origin: tuple[int, int]
+    guard: Guard | None = None
 
 
 async def _x11(target: Target, what: str, *args: object) -> None:
-    """Run an :class:`~.x11.X11` method by name; bad input becomes ``invalidParameter``."""
+    """Run an :class:`~.x11.X11` input method by name under the target's guard; bad input
+    becomes ``invalidParameter``. :class:`~.x11guard.InputStopped` passes through."""
+    guard = target.guard
 
     def call(display: object) -> None:
-        getattr(display, what)(*args)
+        getattr(display, what)(*args, guard=guard)
 
     try:
-        await target.screen.run(call)
+        await target.screen.run(call, stop=guard.stop if guard is not None else None)
     except ScreenUnavailable as exc:
         raise ToolError(x11_unavailable(str(exc))) from None
     except ValueError:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import base64
 import os
 import re
+import sys
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,6 +37,7 @@ from .catalog import Catalog, DesktopApp, RunningApp, Target
 from .model import Node, Ref
 from .screen import Screen
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
+from .x11guard import Guard, InputStopped
 
 TOOL_TIMEOUT: Final = 30.0
 SETTLE: Final = 0.1  # seconds an app gets to update its tree after an action
@@ -50,6 +53,38 @@ def bus_unavailable(why: str) -> str:
 
 def _text(text: str, *, error: bool = False) -> Outcome:
     return Outcome([{"text": text, "type": "text"}], is_error=error)
+
+
+def input_stopped(exc: InputStopped) -> Outcome:
+    """The result of an action whose input was stopped part-way (see :mod:`.x11guard`)."""
+    if exc.done == 0:
+        state = "refused"
+    elif exc.reason == "target_gone":
+        state = "unknown"  # the app took some input and then went away: what it did is unknown
+    else:
+        state = "partial"
+    sent = f"{exc.done} of {exc.total} {exc.unit} had been sent"
+    text = (
+        f"Input stopped: {exc.detail}. {sent}; nothing more was sent. Observe the app again "
+        "before acting."
+    )
+    outcome = _text(text, error=True)
+    outcome.meta[surface.DELIVERY_META] = {
+        "state": state,
+        "reason": exc.reason,
+        "done": exc.done,
+        "total": exc.total,
+        "unit": exc.unit,
+    }
+    return outcome
+
+
+def after_input_failure(why: str, *, acted: bool) -> Outcome:
+    """A call that failed in an unexpected way; if input may have been sent, say unknown."""
+    outcome = _text(texts.server_error(-10005, why), error=True)
+    if acted:
+        outcome.meta[surface.DELIVERY_META] = {"state": "unknown", "reason": "failed"}
+    return outcome
 
 
 def _is_number(value: object) -> bool:
@@ -125,6 +160,7 @@ class Backend:
         self._entries = apps.Entries(self.env)
         self.launched: list[trio.Process] = []
         self._acted_at = float("-inf")  # when input was last sent (screenshots settle after it)
+        self._input_sent = False  # whether the current call may have reached the app
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Give the bus connection a nursery for its receiver task (the server's)."""
@@ -147,16 +183,30 @@ class Backend:
         if name not in surface.TOOL_ORDER:
             return _text(texts.unknown_tool(name), error=True)
         async with self._lock:
+            self._input_sent = False
             with trio.move_on_after(self.tool_timeout) as scope:
                 try:
                     return await self._call(name, arguments)
                 except ToolError as exc:
                     return _text(exc.text, error=True)
+                except InputStopped as exc:
+                    return input_stopped(exc)
                 except BusUnavailable as exc:
                     return _text(bus_unavailable(str(exc)), error=True)
                 except BusTimeout:
                     return _text(texts.TIMEOUT_REACHED, error=True)
+                except Gone:
+                    # The app (or the window being read) vanished: an expected event on a
+                    # live desktop, never a reason for this server to stop.
+                    why = "the app quit or closed its window while the call ran"
+                    return after_input_failure(why, acted=self._input_sent)
+                except Exception as exc:  # one bad call must not take the server down
+                    traceback.print_exc(file=sys.stderr)
+                    why = f"the Linux backend failed: {type(exc).__name__}"
+                    return after_input_failure(why, acted=self._input_sent)
             assert scope.cancelled_caught
+            if self._input_sent:
+                return after_input_failure("the call took too long", acted=True)
             return _text(texts.TIMEOUT_REACHED, error=True)
 
     async def _call(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
@@ -329,8 +379,12 @@ class Backend:
         return node
 
     async def _act(self, name: str, session: Session, args: dict[str, Any]) -> str | None:
-        """Perform one action tool; returns the selected text after ``select_text``."""
-        where = actions.Target(self.bus, self.screen, session.origin)
+        """Perform one action tool; returns the selected text after ``select_text``.
+
+        Synthesized input is guarded: it is sent only while it would reach the session's own
+        process (see :mod:`.x11guard`)."""
+        self._input_sent = True  # from here on, a failure may leave the app changed
+        where = actions.Target(self.bus, self.screen, session.origin, Guard(pid=session.pid))
         if name == "click":
             count, button = args.get("click_count", 1), args.get("mouse_button", "left")
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:

@@ -10,10 +10,12 @@ the window's origin.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
 
+import outcome
 import trio
 
 if TYPE_CHECKING:
@@ -84,9 +86,13 @@ class Screen:
             raise ScreenUnavailable(str(exc)) from exc
         return self._x11
 
-    async def run(self, fn: Callable[[X11], T]) -> T:
+    async def run(self, fn: Callable[[X11], T], *, stop: threading.Event | None = None) -> T:
         """``fn(x11)`` in a worker thread; X errors and a lost display become
-        :class:`ScreenUnavailable` (a lost display is reopened next time)."""
+        :class:`ScreenUnavailable` (a lost display is reopened next time).
+
+        A worker thread cannot be interrupted, so a cancelled call sets ``stop`` (which
+        guarded input checks between batches) and then waits for the thread to return.
+        """
 
         def work() -> T:
             handle = self._open()
@@ -100,7 +106,21 @@ class Screen:
             except x11.X11Error as exc:
                 raise ScreenUnavailable(f"the X server refused: {exc}") from exc
 
-        return await trio.to_thread.run_sync(work)
+        if stop is None:
+            return await trio.to_thread.run_sync(work)
+        async with trio.open_nursery() as nursery:
+
+            async def stop_when_cancelled() -> None:
+                try:
+                    await trio.sleep_forever()
+                finally:
+                    stop.set()
+
+            nursery.start_soon(stop_when_cancelled)
+            # Captured, so that the thread's own exception leaves the nursery unwrapped.
+            got = await outcome.acapture(trio.to_thread.run_sync, work)
+            nursery.cancel_scope.cancel()
+        return got.unwrap()
 
     def _forget(self) -> None:
         handle, self._x11 = self._x11, None

@@ -18,6 +18,9 @@ Theory of operation:
   ``restore_delay`` seconds after the last key to give them time; otherwise a slow app
   could look the key up after the restore and see nothing.
 * Coordinates are root-window pixels: the same space as the screenshots.
+* With a :class:`~.x11guard.Guard`, every batch of input is checked and sent under a server
+  grab and only if it would reach the guarded process (see :mod:`.x11guard`); otherwise
+  :class:`~.x11guard.InputStopped` says how much had been sent.
 """
 
 from __future__ import annotations
@@ -36,6 +39,14 @@ from Xlib import error as xerror
 from Xlib.ext import xtest
 
 from deskhand_d.backends.atspi import png, x11focus, xlibquirks
+from deskhand_d.backends.atspi.x11guard import (
+    Guard,
+    Progress,
+    Targets,
+    grab_for_release,
+    settled_alive,
+    ungrab_after_release,
+)
 from deskhand_d.backends.atspi.x11keys import (
     Keymap,
     KeymapError,
@@ -112,6 +123,7 @@ class X11:
         self.width = int(self._screen.width_in_pixels)
         self.height = int(self._screen.height_in_pixels)
         self._format = _pixel_format(conn, self._screen)
+        self._targets = Targets(conn, self._root)
         self._lock = threading.Lock()
         self._errors: list[Any] = []
         self._closed = False
@@ -192,43 +204,61 @@ class X11:
 
     # --- pointer -----------------------------------------------------------------------
 
-    def click(self, x: float, y: float, button: str = "left", count: int = 1) -> None:
+    def click(
+        self, x: float, y: float, button: str = "left", count: int = 1, guard: Guard | None = None
+    ) -> None:
         """Move the pointer to ``(x, y)`` and click ``count`` times (2 = double click).
 
         Raises:
             ValueError: Unknown button, count below 1, or a point off the screen.
+            InputStopped: ``guard`` is set and the point no longer shows its process.
         """
         number = pointer_button(button)
         if count < 1:
             raise ValueError(f"click count must be at least 1, got {count}")
         px, py = self._point(x, y)
+        progress = Progress(count, "clicks")
         with self._session():
-            self._move(px, py)
             for _ in range(count):
-                self._fake(X.ButtonPress, number)
-                self._fake(X.ButtonRelease, number)
+                with self._batch(guard, progress, (px, py), "the click"):
+                    self._move(px, py)
+                    self._fake(X.ButtonPress, number)
+                    self._fake(X.ButtonRelease, number)
 
-    def drag(self, x1: float, y1: float, x2: float, y2: float) -> None:
+    def drag(self, x1: float, y1: float, x2: float, y2: float, guard: Guard | None = None) -> None:
         """Press the left button at ``(x1, y1)``, move in steps to ``(x2, y2)``, release.
 
         Intermediate motion matters: toolkits start a drag only after the pointer has moved
-        a few pixels with the button down, and some ignore a single jump.
+        a few pixels with the button down, and some ignore a single jump. While the button is
+        down, X sends motion and the release to the window that took the press, so later
+        steps check that this window is still there and still the guarded process's.
         """
         start, end = self._point(x1, y1), self._point(x2, y2)
+        progress = Progress(_DRAG_STEPS + 2, "drag steps")
         with self._session():
-            self._move(*start)
-            self._fake(X.ButtonPress, 1)
-            for step in range(1, _DRAG_STEPS + 1):
-                t = step / _DRAG_STEPS
-                self._move(
-                    round(start[0] + (end[0] - start[0]) * t),
-                    round(start[1] + (end[1] - start[1]) * t),
-                )
-                # Reach the server step by step, so each motion is a separate event.
-                self._conn.flush()
-            self._fake(X.ButtonRelease, 1)
+            with self._batch(guard, progress, start, "the drag") as pressed_on:
+                self._move(*start)
+                self._fake(X.ButtonPress, 1)
+            held = True
+            try:
+                for step in range(1, _DRAG_STEPS + 1):
+                    t = step / _DRAG_STEPS
+                    point = (
+                        round(start[0] + (end[0] - start[0]) * t),
+                        round(start[1] + (end[1] - start[1]) * t),
+                    )
+                    with self._batch(guard, progress, None, "the drag", grab=pressed_on):
+                        self._move(*point)
+                with self._batch(guard, progress, None, "the drag", grab=pressed_on):
+                    self._fake(X.ButtonRelease, 1)
+                    held = False
+            finally:
+                if held:
+                    self._release_privately(buttons=(1,))
 
-    def scroll(self, x: float, y: float, direction: str, pages: float = 1.0) -> None:
+    def scroll(
+        self, x: float, y: float, direction: str, pages: float = 1.0, guard: Guard | None = None
+    ) -> None:
         """Scroll with the wheel at ``(x, y)``: ``CLICKS_PER_PAGE`` notches per page.
 
         Raises:
@@ -238,32 +268,37 @@ class X11:
         if not pages > 0 or math.isinf(pages):
             raise ValueError(f"pages must be a positive number, got {pages}")
         px, py = self._point(x, y)
+        notches = max(1, round(pages * CLICKS_PER_PAGE))
+        progress = Progress(notches, "wheel steps")
         with self._session():
-            self._move(px, py)
-            for _ in range(max(1, round(pages * CLICKS_PER_PAGE))):
-                self._fake(X.ButtonPress, number)
-                self._fake(X.ButtonRelease, number)
+            for _ in range(notches):
+                with self._batch(guard, progress, (px, py), "the scroll"):
+                    self._move(px, py)
+                    self._fake(X.ButtonPress, number)
+                    self._fake(X.ButtonRelease, number)
 
     # --- keyboard ----------------------------------------------------------------------
 
-    def press_key(self, spec: str) -> None:
+    def press_key(self, spec: str, guard: Guard | None = None) -> None:
         """Press a key or chord such as ``Return``, ``ctrl+a`` or ``ctrl+shift+t``.
 
         Raises:
             ValueError: The spec names an unknown key (see ``x11keys.parse_key_spec``).
         """
         chord = parse_key_spec(spec)
+        progress = Progress(1, "keys")
         with self._session(), self._bound([*chord.held, chord.key]) as keymap:
             held: list[int] = []
             for keysym in chord.held:
                 held += [c for c in keymap.codes_for(keysym) if c not in held]
-            for keycode in held:
-                self._fake(X.KeyPress, keycode)
-            self._tap(keymap.codes_for(chord.key), held)
-            for keycode in reversed(held):
-                self._fake(X.KeyRelease, keycode)
+            with self._batch(guard, progress, None, "the key"):
+                for keycode in held:
+                    self._fake(X.KeyPress, keycode)
+                self._tap(keymap.codes_for(chord.key), held)
+                for keycode in reversed(held):
+                    self._fake(X.KeyRelease, keycode)
 
-    def type_text(self, text: str) -> None:
+    def type_text(self, text: str, guard: Guard | None = None) -> None:
         """Type ``text`` as key presses; any Unicode, newlines as Return, tabs as Tab.
 
         Raises:
@@ -271,15 +306,76 @@ class X11:
         """
         keysyms = [keysym_for_char(c) for c in text.replace("\r\n", "\n")]
         pace = min(TYPE_PACE_S, TYPE_BUDGET_S / max(1, len(keysyms)))
+        progress = Progress(len(keysyms), "characters")
         with self._session():
             keymap = self._current_keymap()
             capacity = max(1, len(keymap.spare_keycodes()))
             for chunk in chunks_by_spares(keysyms, keymap, capacity):
                 with self._bound(chunk) as chunk_keymap:
                     for keysym in chunk:
-                        self._tap(chunk_keymap.codes_for(keysym), [])
+                        with self._batch(guard, progress, None, "the typed text"):
+                            self._tap(chunk_keymap.codes_for(keysym), [])
                         self._conn.sync()  # delivered now, then the app gets its moment
                         time.sleep(pace)
+
+    @contextmanager
+    def _batch(
+        self,
+        guard: Guard | None,
+        progress: Progress,
+        point: tuple[int, int] | None,
+        what: str,
+        *,
+        grab: int = 0,
+    ) -> Iterator[int]:
+        """One batch of input: checked and sent under a server grab when guarded.
+
+        Yields the window the input goes to (0 when unguarded). ``point``: pointer input
+        there; None: keys (or, with ``grab``, pointer input held by the window that took the
+        button press).
+        """
+        if guard is None:
+            yield 0
+            progress.done += 1
+            return
+        if guard.stop.is_set():
+            raise progress.stopped("cancelled", "the call was cancelled")
+        self._conn.grab_server()
+        try:
+            if grab:
+                window = grab
+            elif point is not None:
+                window = self._targets.window_at(*point)
+            else:
+                window = self._targets.key_window()
+            refusal = self._targets.check(guard.pid, window, what)
+            if refusal is None:
+                yield window
+                self._conn.sync()  # the server handles the events while it is still ours
+        finally:
+            self._conn.ungrab_server()
+            self._conn.flush()
+        if refusal is not None:
+            if refusal[0] == "target_changed" and not settled_alive(guard.pid):
+                # A killed app closes its X connection a moment before it leaves the process
+                # table, so its windows can vanish first: then it has quit.
+                refusal = ("target_gone", f"the app (pid {guard.pid}) has quit")
+            raise progress.stopped(*refusal)
+        progress.done += 1
+
+    def _release_privately(self, buttons: Sequence[int] = (), keys: Sequence[int] = ()) -> None:
+        """Release what is still down while our client holds the pointer and keyboard, so
+        no app receives the release (and the person's pointer is not left pressed)."""
+        try:
+            grab_for_release(self._conn, self._root)
+            for number in buttons:
+                self._fake(X.ButtonRelease, number)
+            for keycode in keys:
+                self._fake(X.KeyRelease, keycode)
+            self._conn.sync()
+        finally:
+            ungrab_after_release(self._conn)
+            self._conn.flush()
 
     # --- windows -----------------------------------------------------------------------
 

@@ -123,6 +123,18 @@ class Catalog:
         except Resolution:
             return None
 
+    def bring_to_front(self, given: str) -> None:
+        """``given`` becomes the person's front app (and runs); every other app loses that.
+
+        Only what ``list_apps`` reports changes: like Sky, the simulator delivers input to the
+        app a call names, whichever app is in front."""
+        entry = self.lookup(given)
+        if entry is None:
+            return
+        for other in self.entries:
+            other.frontmost = other is entry
+        entry.running = True
+
     def list_apps_text(self) -> str:
         """One ``Name — /path/ — bundle [flags]`` line per app, running apps first."""
         ordered = sorted(self.entries, key=lambda e: (not e.running, -(e.uses or 0), e.name))

@@ -39,6 +39,7 @@ class Outcome:
     content: list[dict[str, Any]] = field(default_factory=list)
     is_error: bool = False
     user_flow: bool = False
+    meta: dict[str, Any] = field(default_factory=dict)  # extra ``_meta`` keys (Deskhand's own)
 
 
 class _Fail(Exception):
@@ -160,6 +161,9 @@ class Engine:
             injected = meta[INJECT_META_KEY]
         if injected is not None:
             return self._injected(injected, arguments)
+        for change in sc.frontmost:
+            if change.matches(name, ordinal):
+                self.catalog.bring_to_front(change.app)
         if name == "list_apps":
             return _text(self.catalog.list_apps_text())
         outcome = Outcome()

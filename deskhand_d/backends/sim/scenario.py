@@ -70,6 +70,12 @@ class Inject(When, frozen=True, kw_only=True, forbid_unknown_fields=True):
     error: ErrorName
 
 
+class FocusChange(When, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The person brings ``app`` to the front just before the matching call."""
+
+    app: str
+
+
 class TextEditSetup(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     text: str = ""
     path: str | None = None
@@ -109,6 +115,7 @@ class Scenario(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     garbage: list[Garbage] = msgspec.field(default_factory=list)
     inject: list[Inject] = msgspec.field(default_factory=list)
     relaunch: list[When] = msgspec.field(default_factory=list)
+    frontmost: list[FocusChange] = msgspec.field(default_factory=list)
     receipts: bool = False
     telemetry: bool = True
     screenshots: bool = True

@@ -357,9 +357,12 @@ class Server:
         result: JsonObj = {"content": outcome.content}
         if outcome.is_error:
             result["isError"] = True
+        meta: JsonObj = dict(outcome.meta)
         if self.scenario.telemetry:
             span = {"did_trigger_server_user_flow": outcome.user_flow}
-            result["_meta"] = {"codex/telemetry": {"span": span}}
+            meta["codex/telemetry"] = {"span": span}
+        if meta:
+            result["_meta"] = meta
         return result
 
     async def _crash(self, rid: object) -> None:

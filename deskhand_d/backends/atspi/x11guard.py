@@ -1,0 +1,185 @@
+"""Which process synthesized input would reach right now, and the rule that stops it otherwise.
+
+What this owns: the input-target rule of the Linux backend. Before each batch of synthesized
+input (one typed character, one key chord, one button press with its release, one wheel step,
+one step of a drag) the X server is grabbed, the window that would receive the events is found,
+its owning process is compared with the process the person allowed, and only on a match are
+the events sent, still under the grab. The grab makes the check and the events one step: no
+other client's request (a window raised, the focus moved, an app exiting) is processed in
+between, so input can never slip into another app through the gap.
+
+* Keys go to the focus window (or, when the focus is the root or PointerRoot, the window under
+  the pointer); pointer events go to the deepest window under the point.
+* A window's process is the X client that created it, from the X-Resource extension (the
+  server's own knowledge, not a property a client could set); without X-Resource,
+  ``_NET_WM_PID`` of its top-level window.
+* A button or key that is down when input stops is released while our own client holds the
+  pointer or keyboard grab, so the release reaches no app and nothing stays stuck.
+
+:class:`InputStopped` says how far input got: ``done`` of ``total`` units (characters, keys,
+clicks, wheel steps, drag steps) and why it stopped (``target_changed``: another app's window
+would have received it; ``target_gone``: the allowed process is gone; ``cancelled``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from Xlib import X, Xatom
+from Xlib import error as xerror
+
+StopReason = Literal["target_changed", "target_gone", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """The process that must receive the input, and a flag that stops it between batches."""
+
+    pid: int
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+class InputStopped(Exception):
+    """Input stopped before a batch: ``done`` of ``total`` ``unit`` had been sent."""
+
+    def __init__(self, reason: StopReason, done: int, total: int, unit: str, detail: str) -> None:
+        super().__init__(detail)
+        self.reason: StopReason = reason
+        self.done = done
+        self.total = total
+        self.unit = unit
+        self.detail = detail
+
+
+class Progress:
+    """Counts the batches of one input action for :class:`InputStopped`."""
+
+    def __init__(self, total: int, unit: str) -> None:
+        self.done = 0
+        self.total = total
+        self.unit = unit
+
+    def stopped(self, reason: StopReason, detail: str) -> InputStopped:
+        return InputStopped(reason, self.done, self.total, self.unit, detail)
+
+
+def _wid(window: Any) -> int:
+    return window if isinstance(window, int) else int(window.id)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (Linux ``/proc``; elsewhere ``kill 0``)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def settled_alive(pid: int, wait: float = 0.1) -> bool:
+    """:func:`process_alive` after ``wait`` seconds: a process that is being killed closes
+    its descriptors (its X connection among them) just before it leaves the process table."""
+    time.sleep(wait)
+    return process_alive(pid)
+
+
+class Targets:
+    """Asks one python-xlib connection where input would go. Called under the X11 lock."""
+
+    def __init__(self, conn: Any, root: Any) -> None:
+        self._conn = conn
+        self._root = root
+        self._xres = bool(conn.has_extension("X-Resource"))
+
+    def owner(self, window: Any) -> int | None:
+        """The pid of the process that created ``window``, or None when nobody can tell."""
+        wid = _wid(window)
+        if wid in (X.NONE, X.PointerRoot, self._root.id):
+            return None
+        if self._xres:
+            from Xlib.ext import res
+
+            reply = self._conn.res_query_client_ids(
+                [{"client": wid, "mask": res.LocalClientPIDMask}]
+            )
+            for value in reply.ids:
+                if value.spec.mask & res.LocalClientPIDMask and value.value:
+                    return int(value.value[0])
+            return None
+        return self._wm_pid(wid)
+
+    def _wm_pid(self, wid: int) -> int | None:
+        """``_NET_WM_PID`` of the top-level window holding ``wid`` (or of a window manager
+        frame's client)."""
+        atom = int(self._conn.intern_atom("_NET_WM_PID"))
+        window = self._conn.create_resource_object("window", wid)
+        while True:
+            prop = window.get_full_property(atom, Xatom.CARDINAL)
+            if prop is not None and prop.value:
+                return int(prop.value[0])
+            tree = window.query_tree()
+            if tree.parent == X.NONE or _wid(tree.parent) == self._root.id:
+                for child in reversed(tree.children):  # a frame: its client is inside
+                    prop = child.get_full_property(atom, Xatom.CARDINAL)
+                    if prop is not None and prop.value:
+                        return int(prop.value[0])
+                return None
+            window = tree.parent
+
+    def window_at(self, x: int, y: int) -> int:
+        """The deepest mapped window containing root point ``(x, y)`` (0: only the root)."""
+        found = 0
+        child = self._root.translate_coords(self._root, x, y).child
+        while child and _wid(child) != X.NONE:
+            found = _wid(child)
+            child = child.translate_coords(self._root, x, y).child
+        return found
+
+    def key_window(self) -> int:
+        """The window key events would reach now (0: none)."""
+        focus = _wid(self._conn.get_input_focus().focus)
+        if focus == X.NONE:
+            return 0
+        if focus in (X.PointerRoot, self._root.id):
+            pointer = self._root.query_pointer()
+            return self.window_at(pointer.root_x, pointer.root_y)
+        return focus
+
+    def check(self, pid: int, window: int, what: str) -> tuple[StopReason, str] | None:
+        """None when ``window`` belongs to ``pid``; else why input must stop there."""
+        if not process_alive(pid):
+            return "target_gone", f"the app (pid {pid}) has quit"
+        try:
+            owner = self.owner(window) if window else None
+        except xerror.XError:  # the window vanished while we looked: nothing to send to
+            owner = None
+        if owner == pid:
+            return None
+        if owner is None:
+            return "target_changed", f"{what} would reach no window of the app (pid {pid})"
+        return "target_changed", f"{what} would reach another program's window (pid {owner})"
+
+
+def grab_for_release(conn: Any, root: Any) -> None:
+    """Take the pointer and keyboard for our own client, so releases reach no app."""
+    mask = X.ButtonPressMask | X.ButtonReleaseMask | X.PointerMotionMask
+    root.grab_pointer(False, mask, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime)
+    root.grab_keyboard(False, X.GrabModeAsync, X.GrabModeAsync, X.CurrentTime)
+
+
+def ungrab_after_release(conn: Any) -> None:
+    conn.ungrab_pointer(X.CurrentTime)
+    conn.ungrab_keyboard(X.CurrentTime)
