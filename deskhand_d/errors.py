@@ -98,6 +98,15 @@ class BadRequest(DeskhandError):
     code = "bad_request"
 
 
+class RequestTooLarge(BadRequest):
+    """The message is larger than its op allows; it was refused without being decoded.
+
+    ``data`` says ``op`` (null when none could be read), ``limit_bytes`` and ``size_bytes``.
+    """
+
+    code = "request_too_large"
+
+
 class AppsFileError(DeskhandError):
     """apps.json is unsafe, corrupt or full; nothing was changed. The message says which."""
 

@@ -219,8 +219,9 @@ class Scroll(_Action, tag="scroll", frozen=True, kw_only=True):
 class SelectText(_Action, tag="select_text", frozen=True, kw_only=True):
     element_index: ElementIndex
     text: Annotated[str, msgspec.Meta(max_length=100_000)]
-    prefix: str | None = None
-    suffix: str | None = None
+    # Context that tells one occurrence of ``text`` from another: never longer than a text.
+    prefix: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
+    suffix: Annotated[str, msgspec.Meta(max_length=100_000)] | None = None
     selection: Literal["text", "cursor_before", "cursor_after"] | None = None
 
 
