@@ -5,6 +5,9 @@ from systemd or launchd, else bound privately); start the RPC server with ``nurs
 it is accepting before anything else happens; only then report ``READY=1``. A stop (SIGTERM,
 SIGINT or the ``shutdown`` op) sends every client a going-away close, cancels outstanding
 work, unlinks the socket we created and flushes the logs, all within the configured grace.
+SIGUSR1 is not a stop of the daemon but the emergency stop (cancel everything, close the
+backend, lock), the way in for ``deskhandctl stop`` when the socket cannot serve it; the pid
+file it needs (``pidfile.py``) is written once that signal is handled.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 import structlog
 import trio
 
-from deskhand_d import __version__, activation, paths, unixsock
+from deskhand_d import __version__, activation, paths, pidfile, unixsock
 from deskhand_d import log as logsetup
 from deskhand_d.audit import AuditLog
 from deskhand_d.backends import launchers
@@ -56,10 +59,23 @@ def obtain_listener(
 
 
 async def _watch_signals(hub: Hub, *, task_status: trio.TaskStatus[None]) -> None:
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        task_status.started()
-        async for signum in signals:
-            hub.request_shutdown(signal.Signals(signum).name)
+    stop_signal = pidfile.EMERGENCY_STOP_SIGNAL
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, stop_signal) as signals:
+        async with trio.open_nursery() as stops:
+            task_status.started()
+            async for signum in signals:
+                if signum == stop_signal:
+                    stops.start_soon(_emergency_stop_by_signal, hub)
+                else:
+                    hub.request_shutdown(signal.Signals(signum).name)
+
+
+async def _emergency_stop_by_signal(hub: Hub) -> None:
+    name = pidfile.EMERGENCY_STOP_SIGNAL.name
+    if hub.native is None:  # only before start-up finished; the pid file is not written yet
+        log.warning("native.emergency_stop_too_early", signal=name)
+        return
+    await hub.native.emergency_stop(f"signal {name}")
 
 
 async def _start_native(
@@ -130,6 +146,7 @@ async def serve_daemon(
     """Run the daemon until it is asked to stop. ``task_status`` gets the socket path."""
     notifier = activation.Notifier(env)
     sock, bound = obtain_listener(cfg, env)
+    pid_path = ""
     hub = Hub(config=cfg, socket_path=bound.path, env=env)
     server = RpcServer(
         hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
@@ -152,6 +169,11 @@ async def serve_daemon(
             if handle_signals:  # first: the socket already accepts into its backlog
                 await nursery.start(_watch_signals, hub)
             await _start_native(nursery, hub, cfg, env, backend)
+            if handle_signals:  # SIGUSR1 now finds the native service: clients may send it
+                try:
+                    pid_path = pidfile.write(bound.path)
+                except (OSError, ValueError) as exc:
+                    log.warning("pidfile.unavailable", error=str(exc))
             await nursery.start(server.serve, sock)
             notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
             log.info("daemon.ready", socket=str(bound.path), pid=os.getpid(), version=__version__)
@@ -166,6 +188,8 @@ async def serve_daemon(
         if hub.jev is not None:
             with trio.CancelScope(shield=True):
                 await hub.jev.aclose()
+        if pid_path:
+            pidfile.remove(pid_path)
         unixsock.release(bound)
         log.info("daemon.stopped")
         logsetup.flush()

@@ -28,6 +28,12 @@ class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_message_bytes: Annotated[int, msgspec.Meta(ge=1024, le=1 << 30)] = 64 * 1024 * 1024
     max_outstanding_requests: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     max_clients: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 256
+    hello_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 10.0
+    """A connection that has not said hello this long after its WebSocket upgrade is closed
+    (it would otherwise hold one of the ``max_clients`` slots for ever)."""
+    idle_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 60.0
+    """A connection without a session (its session was closed) that has sent nothing and has
+    no request in progress for this long is closed; connections with a session are kept."""
     log_level: LogLevel = "info"
     shutdown_grace_s: Annotated[float, msgspec.Meta(gt=0, le=60)] = 5.0
 

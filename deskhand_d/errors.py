@@ -131,6 +131,13 @@ class TooManyRequests(DeskhandError):
     code = "too_many_requests"
 
 
+class TooManyClients(DeskhandError):
+    """Every connection slot is taken: this connection sits in the spare slot that is kept for
+    the emergency stop, which serves ``hello`` and ``stop`` only and then closes."""
+
+    code = "too_many_clients"
+
+
 class ShuttingDown(DeskhandError):
     """The daemon is stopping and takes no new work."""
 

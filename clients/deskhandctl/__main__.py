@@ -22,6 +22,7 @@ from deskhandctl.exitcodes import (
     USAGE,
     CliError,
     DaemonError,
+    TimedOut,
 )
 
 TYPE_CHECKING = False
@@ -43,16 +44,24 @@ def _run(args: Args) -> int:
     command = leaf(args.command)
     session_name = resolve_session(args.session) if command.session else ""
     handler = EventHandler(show_notices=not args.json, interactive=terminal_attached())
-    session = open_session(
-        resolve_socket(args.socket),
-        timeout=command.timeout if args.timeout is None else args.timeout,
-        # Starting a daemon only to stop it again would be silly.
-        autostart=command.autostart and autostart_allowed(args.no_autostart),
-        client_version=__version__,
-        on_event=handler,
-        session_name=session_name,
-        can_answer_questions=handler.interactive,
-    )
+    socket_path = resolve_socket(args.socket)
+    try:
+        session = open_session(
+            socket_path,
+            timeout=command.timeout if args.timeout is None else args.timeout,
+            # Starting a daemon only to stop it again would be silly.
+            autostart=command.autostart and autostart_allowed(args.no_autostart),
+            client_version=__version__,
+            on_event=handler,
+            session_name=session_name,
+            can_answer_questions=handler.interactive,
+        )
+    except TimedOut as exc:  # DaemonBusy (HTTP 503) included
+        if command.op != "stop":
+            raise
+        from deskhandctl.emergency import stop_by_signal  # the emergency stop gets through
+
+        return stop_by_signal(socket_path, exc, json_output=args.json)
     handler.session = session
     try:
         return run(session, args)

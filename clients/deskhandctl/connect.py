@@ -14,6 +14,7 @@ import errno
 import os
 
 from deskhandctl.exitcodes import (
+    DaemonBusy,
     NotRunning,
     PermissionDenied,
     ProtocolFailed,
@@ -103,6 +104,11 @@ def connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
     except OSError as exc:
         if exc.errno in _NOT_LISTENING:
             raise NoListener(socket_path) from None
+        if exc.errno == errno.EAGAIN:  # a Unix socket's listen backlog is full
+            raise DaemonBusy(
+                f"deskhand-d at {socket_path} is not taking connections: too many are waiting "
+                "for it (it may be out of file descriptors). Try again shortly."
+            ) from None
         if exc.errno is None and "too long" in str(exc):
             raise UsageError(
                 f"the socket path is too long for a Unix socket ({len(socket_path)} bytes): "
@@ -126,6 +132,11 @@ def open_websocket(sock: _socket.socket, socket_path: str, *, timeout: float | N
             "that to processes of other users: run deskhandctl as the user who runs the daemon."
         ) from None
     except HandshakeRejected as exc:
+        if exc.status == 503:  # the daemon's only 503: every connection slot is taken
+            raise DaemonBusy(
+                f"deskhand-d at {socket_path} refused the connection: "
+                + (exc.body or "too many connections")
+            ) from None
         raise ProtocolFailed(
             f"deskhand-d refused the connection: HTTP {exc.status} {exc.reason}"
             + (f": {exc.body}" if exc.body else "")

@@ -23,7 +23,9 @@ code  exception                   meaning
 73    (none)                      ``observe --screenshot FILE`` did not write FILE: no
                                   screenshot came, or it could not be written (the
                                   observation itself succeeded and was printed)
-75    :class:`TimedOut`           the daemon did not answer within ``--timeout``
+75    :class:`TimedOut`           the daemon did not answer within ``--timeout``; also
+                                  :class:`DaemonBusy`: it refused the connection (HTTP 503)
+                                  because too many clients are connected
 76    :class:`ProtocolFailed`     handshake refused, wrong subprotocol or protocol version,
                                   or a malformed frame or message from the daemon
 77    :class:`PermissionDenied`   the socket refused us (EACCES), or the daemon hung up
@@ -100,6 +102,10 @@ class TimedOut(CliError):
     """The daemon did not answer in time."""
 
     exit_code = TIMED_OUT
+
+
+class DaemonBusy(TimedOut):
+    """The daemon refused the connection (HTTP 503): every connection slot is taken."""
 
 
 class ProtocolFailed(CliError):

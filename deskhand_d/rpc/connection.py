@@ -96,6 +96,10 @@ class Connection:
         # than the generic `cancelled` (a Jev run in the middle of a dispatch, say).
         self.cancel_reports: dict[int, Callable[[], DeskhandError]] = {}
         self.stop_after_reply = False
+        # Set by a handler whose reply must be the connection's last (the spare slot's stop):
+        # the close code and reason to send once that reply is out.
+        self.close_after_reply: tuple[int, str] | None = None
+        self.last_message_at = self.connected_at  # for the idle limit (rpc/server.py)
         self._outstanding: set[int] = set()
         self._limit = hub.config.daemon.max_outstanding_requests
         self._read_scope = trio.CancelScope()
@@ -129,6 +133,7 @@ class Connection:
                         payload = await self.ws.get_message()
                     except ConnectionClosed:
                         break
+                    self.last_message_at = trio.current_time()
                     self._accept(nursery, payload)
             if self._close_request is not None and self._outstanding:
                 # The daemon is stopping: every request in flight is cancelled in its own
@@ -216,6 +221,8 @@ class Connection:
             self.hub.counters.record(op, trio.current_time() - started, ok=ok)
         if self.stop_after_reply:
             self.hub.request_shutdown(f"asked by client {self.conn_id}")
+        if self.close_after_reply is not None:
+            self.request_close(*self.close_after_reply)
 
     async def _dispatch(self, request: Request) -> Any:
         if self.client is None and not isinstance(request, Hello):

@@ -6,6 +6,14 @@ wrapped in a server-side WebSocket (trio-websocket's ``wrap_server_stream``; its
 ``WebSocketServer`` cannot log a Unix-socket endpoint, see docs/design.md). A handshake must
 finish within a few seconds, ask for path ``/v1`` and offer one of our subprotocols; otherwise
 it is rejected with an HTTP status and a body that says why.
+
+Slots. ``max_clients`` ordinary connections are admitted; one more, the spare, is kept so that
+the emergency stop gets through when they are all taken. The spare serves ``hello`` and ``stop``
+only, closes right after the stop's reply (or after refusing anything else) and is closed
+``SPARE_WINDOW_S`` after its upgrade unless a stop is running, so nobody can sit in it. Past
+that, the upgrade is answered ``503``. A watchdog per connection frees slots that are held
+without being used: no hello within ``hello_timeout_s`` of the upgrade, or no session and
+nothing sent for ``idle_timeout_s``.
 """
 
 from __future__ import annotations
@@ -15,9 +23,19 @@ import socket
 
 import structlog
 import trio
-from trio_websocket import ConnectionClosed
+from trio_websocket import ConnectionClosed, WebSocketRequest
 
-from deskhand_d.protocol import SUBPROTOCOLS, WS_PATH, Codec, pick_subprotocol
+from deskhand_d.errors import TooManyClients
+from deskhand_d.protocol import (
+    SUBPROTOCOLS,
+    WS_PATH,
+    Codec,
+    Hello,
+    Request,
+    ResultBody,
+    Stop,
+    pick_subprotocol,
+)
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.handlers import HANDLERS, Handler
 from deskhand_d.rpc.hub import Hub
@@ -27,7 +45,15 @@ from deskhand_d.unixsock import PeerCred, peer_credentials
 log = structlog.get_logger("deskhand.rpc")
 
 HANDSHAKE_TIMEOUT_S = 10.0
+CLOSE_NORMAL = 1000
 CLOSE_GOING_AWAY = 1001
+CLOSE_POLICY_VIOLATION = 1008
+CLOSE_TRY_AGAIN_LATER = 1013
+
+SPARE_SLOTS = 1
+# Long enough for any client to say hello and send stop, short enough that a client sitting in
+# the spare slot (by mistake or on purpose) frees it again almost at once.
+SPARE_WINDOW_S = 2.0
 
 
 class RpcServer:
@@ -35,6 +61,13 @@ class RpcServer:
         self.hub = hub
         self.handlers = dict(HANDLERS if handlers is None else handlers)
         self._my_uid = os.getuid()
+        self._ordinary = 0  # admitted past the handshake, counted before the upgrade's await
+        self._spare = 0
+        spare: dict[type, Handler] = dict.fromkeys(self.handlers, self._refuse_on_spare)
+        spare[Hello] = self.handlers[Hello]
+        if Stop in self.handlers:
+            spare[Stop] = self._stop_on_spare
+        self._spare_handlers = spare
 
     async def serve(
         self,
@@ -69,8 +102,6 @@ class RpcServer:
             )
             await stream.aclose()
             return
-        if len(self.hub.connections) >= self.hub.config.daemon.max_clients:
-            log.warning("peer.too_many_clients", pid=peer.pid)
         try:
             await self._serve_websocket(stream, peer)
         except Exception:
@@ -105,27 +136,125 @@ class RpcServer:
                 await request.reject(400, body=body.encode())
                 nursery.cancel_scope.cancel()
                 return
-            if len(self.hub.connections) >= cfg.max_clients:
-                await request.reject(503, body=b"too many clients are connected; try later\n")
+            spare = self._ordinary >= cfg.max_clients
+            if spare and self._spare >= SPARE_SLOTS:
+                log.warning("client.refused_busy", pid=peer.pid, clients=len(self.hub.connections))
+                await request.reject(503, body=self._busy_text().encode())
                 nursery.cancel_scope.cancel()
                 return
-            ws = await request.accept(subprotocol=chosen)
-            conn = Connection(
-                hub=self.hub, ws=ws, codec=Codec(chosen), peer=peer, handlers=self.handlers
-            )
-            self.hub.register(conn)
-            log.info("client.connected", conn=conn.conn_id, pid=peer.pid, subprotocol=chosen)
+            # Counted before the upgrade's await, so two upgrades at once cannot both take
+            # the last slot.
+            if spare:
+                self._spare += 1
+            else:
+                self._ordinary += 1
             try:
-                await conn.run()
+                await self._serve_upgraded(nursery, request, chosen, peer, spare=spare)
             finally:
-                self.hub.unregister(conn)
-                log.info("client.disconnected", conn=conn.conn_id, pid=peer.pid)
-                with trio.CancelScope(shield=True), trio.move_on_after(1):
-                    try:
-                        await ws.aclose()
-                    except ConnectionClosed:
-                        pass
-                nursery.cancel_scope.cancel()
+                if spare:
+                    self._spare -= 1
+                else:
+                    self._ordinary -= 1
+
+    async def _serve_upgraded(
+        self,
+        nursery: trio.Nursery,
+        request: WebSocketRequest,
+        chosen: str,
+        peer: PeerCred,
+        *,
+        spare: bool,
+    ) -> None:
+        ws = await request.accept(subprotocol=chosen)
+        conn = Connection(
+            hub=self.hub,
+            ws=ws,
+            codec=Codec(chosen),
+            peer=peer,
+            handlers=self._spare_handlers if spare else self.handlers,
+        )
+        self.hub.register(conn)
+        log.info(
+            "client.connected", conn=conn.conn_id, pid=peer.pid, subprotocol=chosen, spare=spare
+        )
+        try:
+            nursery.start_soon(self._watch_spare if spare else self._watch, conn)
+            await conn.run()
+        finally:
+            self.hub.unregister(conn)
+            log.info("client.disconnected", conn=conn.conn_id, pid=peer.pid)
+            with trio.CancelScope(shield=True), trio.move_on_after(1):
+                try:
+                    await ws.aclose()
+                except ConnectionClosed:
+                    pass
+            nursery.cancel_scope.cancel()  # also ends the connection's watchdog
+
+    async def _watch(self, conn: Connection) -> None:
+        """Close ``conn`` once it holds its slot without using it (see the module docstring)."""
+        cfg = self.hub.config.daemon
+        while True:
+            now = trio.current_time()
+            has_session = conn.session is not None or self.hub.sessions is None
+            if conn.client is None:
+                deadline = conn.connected_at + cfg.hello_timeout_s
+                if now >= deadline:
+                    log.info("client.no_hello", conn=conn.conn_id, pid=conn.peer.pid)
+                    conn.request_close(
+                        CLOSE_POLICY_VIOLATION,
+                        f"no hello within {cfg.hello_timeout_s:g} s of connecting; "
+                        "send hello first",
+                    )
+                    return
+                # Look again sooner if hello can come and the session go before the deadline.
+                deadline = min(deadline, now + cfg.idle_timeout_s)
+            elif not has_session and not conn.request_scopes:
+                deadline = conn.last_message_at + cfg.idle_timeout_s
+                if now >= deadline:
+                    log.info("client.idle", conn=conn.conn_id, pid=conn.peer.pid)
+                    conn.request_close(
+                        CLOSE_NORMAL,
+                        f"idle for {cfg.idle_timeout_s:g} s without a session; "
+                        "reconnect to start one",
+                    )
+                    return
+            else:
+                # Nothing to enforce now; a session can still be closed later, so look again.
+                deadline = now + cfg.idle_timeout_s
+            await trio.sleep_until(deadline)
+
+    async def _watch_spare(self, conn: Connection) -> None:
+        """Free the spare slot if no stop is under way ``SPARE_WINDOW_S`` after the upgrade."""
+        await trio.sleep_until(conn.connected_at + SPARE_WINDOW_S)
+        if conn.request_scopes:
+            return  # a stop is running; the connection closes after its reply
+        log.info("client.spare_unused", conn=conn.conn_id, pid=conn.peer.pid)
+        conn.request_close(
+            CLOSE_TRY_AGAIN_LATER,
+            f"this spare connection serves only the emergency stop, and none came within "
+            f"{SPARE_WINDOW_S:g} s",
+        )
+
+    async def _stop_on_spare(self, conn: Connection, req: Request) -> ResultBody:
+        conn.close_after_reply = (CLOSE_NORMAL, "emergency stop done; the spare slot is free again")
+        return await self.handlers[Stop](conn, req)
+
+    async def _refuse_on_spare(self, conn: Connection, req: Request) -> ResultBody:
+        conn.close_after_reply = (CLOSE_TRY_AGAIN_LATER, "too many connections")
+        raise TooManyClients(
+            f"too many connections: all {self.hub.config.daemon.max_clients} client slots are "
+            "taken, and this one is the spare kept for the emergency stop (`stop` only). Close "
+            "clients you no longer need, or try again shortly"
+        )
+
+    def _busy_text(self) -> str:
+        cfg = self.hub.config.daemon
+        return (
+            f"too many connections: all {cfg.max_clients} client slots and the spare kept for "
+            "the emergency stop are taken. Close clients you no longer need, or try again "
+            f"shortly (connections that never say hello are closed after "
+            f"{cfg.hello_timeout_s:g} s)\n"
+        )
 
     async def close_all(self, reason: str) -> None:
         """Send every client a going-away close and wait until all have gone (caller bounds it)."""
