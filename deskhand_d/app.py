@@ -21,7 +21,7 @@ from pathlib import Path
 import structlog
 import trio
 
-from deskhand_d import __version__, activation, paths, pidfile, unixsock
+from deskhand_d import __version__, activation, paths, pidfile, rlimits, unixsock
 from deskhand_d import log as logsetup
 from deskhand_d.audit import AuditLog
 from deskhand_d.backends import launchers
@@ -76,6 +76,15 @@ async def _emergency_stop_by_signal(hub: Hub) -> None:
         log.warning("native.emergency_stop_too_early", signal=name)
         return
     await hub.native.emergency_stop(f"signal {name}")
+
+
+def _raise_open_files_limit() -> None:
+    change = rlimits.raise_open_files()
+    hard = "unlimited" if change.hard is None else change.hard
+    if change.error:
+        log.warning("rlimit.nofile", soft=change.before, hard=hard, error=change.error)
+    else:
+        log.info("rlimit.nofile", soft_was=change.before, soft=change.after, hard=hard)
 
 
 async def _start_native(
@@ -145,6 +154,7 @@ async def serve_daemon(
 ) -> None:
     """Run the daemon until it is asked to stop. ``task_status`` gets the socket path."""
     notifier = activation.Notifier(env)
+    _raise_open_files_limit()
     sock, bound = obtain_listener(cfg, env)
     pid_path = ""
     hub = Hub(config=cfg, socket_path=bound.path, env=env)

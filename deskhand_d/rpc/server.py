@@ -14,12 +14,20 @@ only, closes right after the stop's reply (or after refusing anything else) and 
 that, the upgrade is answered ``503``. A watchdog per connection frees slots that are held
 without being used: no hello within ``hello_timeout_s`` of the upgrade, or no session and
 nothing sent for ``idle_timeout_s``.
+
+Running out of file descriptors (or kernel memory) makes ``accept`` fail; that is a busy moment,
+not a reason to stop: the loop logs it (at most every ``ACCEPT_LOG_EVERY_S``) and retries after
+``ACCEPT_BACKOFF_S``, as trio's own ``serve_listeners`` does, while the connections wait in the
+listen backlog.
 """
 
 from __future__ import annotations
 
+import errno
+import math
 import os
 import socket
+from dataclasses import dataclass
 
 import structlog
 import trio
@@ -55,6 +63,45 @@ SPARE_SLOTS = 1
 # the spare slot (by mistake or on purpose) frees it again almost at once.
 SPARE_WINDOW_S = 2.0
 
+# accept(2) errors that mean "the process or the system is out of something right now".
+ACCEPT_CAPACITY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS})
+ACCEPT_BACKOFF_S = 0.1  # trio's serve_listeners waits the same
+ACCEPT_LOG_EVERY_S = 10.0
+
+
+@dataclass(slots=True)
+class AcceptTrouble:
+    """When to log accept failures: the first at once, then at most one line per ``every_s``
+    (with the count since the last line), and one line when accepting works again. Pure."""
+
+    every_s: float
+    unlogged: int = 0  # failures since the last line
+    total: int = 0  # failures since the trouble began
+    began: float | None = None
+    logged_at: float = -math.inf
+
+    def failed(self, now: float) -> int | None:
+        """Count a failure; the number of failures to report now, or None to stay quiet."""
+        if self.began is None:
+            self.began = now
+        self.total += 1
+        self.unlogged += 1
+        if now - self.logged_at < self.every_s:
+            return None
+        self.logged_at = now
+        reported, self.unlogged = self.unlogged, 0
+        return reported
+
+    def accepted(self, now: float) -> tuple[int, float] | None:
+        """Count a success; (failures, seconds) if it ends a spell of trouble, else None."""
+        if self.began is None:
+            return None
+        spell = (self.total, now - self.began)
+        self.unlogged = self.total = 0
+        self.began = None
+        self.logged_at = -math.inf
+        return spell
+
 
 class RpcServer:
     def __init__(self, hub: Hub, handlers: dict[type, Handler] | None = None) -> None:
@@ -68,6 +115,7 @@ class RpcServer:
         if Stop in self.handlers:
             spare[Stop] = self._stop_on_spare
         self._spare_handlers = spare
+        self._accept_trouble = AcceptTrouble(ACCEPT_LOG_EVERY_S)
 
     async def serve(
         self,
@@ -81,8 +129,34 @@ class RpcServer:
         async with trio.open_nursery() as nursery:
             task_status.started()
             while True:
-                stream = await listener.accept()
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    self._note_accept_failure(exc)
+                    await trio.sleep(ACCEPT_BACKOFF_S)
+                    continue
+                spell = self._accept_trouble.accepted(trio.current_time())
+                if spell is not None:
+                    log.warning("accept.recovered", failures=spell[0], seconds=round(spell[1], 1))
                 nursery.start_soon(self._on_stream, stream)
+
+    def _note_accept_failure(self, exc: OSError) -> None:
+        failures = self._accept_trouble.failed(trio.current_time())
+        if failures is None:
+            return
+        name = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        log.warning(
+            "accept.out_of_resources",
+            error=name,
+            detail=exc.strerror,
+            failures=failures,
+            retry_every_s=ACCEPT_BACKOFF_S,
+            clients=len(self.hub.connections),
+            hint="new connections wait in the listen backlog until descriptors free up; "
+            "raise LimitNOFILE (ulimit -n) or lower daemon.max_clients",
+        )
 
     def _peer(self, stream: trio.SocketStream) -> PeerCred | None:
         try:
