@@ -5,6 +5,9 @@ Done the way ssh-agent and gpg-agent do it:
 * the socket's directory is created 0700; if it already exists it must be a real directory
   owned by us with no group/other bits, otherwise we refuse to start and name path and mode
   (we never chmod a directory someone else set up);
+* the directory's parent must not let anyone else rename it away and put their own in its
+  place: it must belong to us or root, and be writable by nobody else unless it is sticky
+  (like ``/tmp``, where only an entry's owner may rename it);
 * a leftover socket is probed: if a daemon answers we refuse ("already running (pid N)"), if
   nobody answers it is stale and unlinked;
 * a lock file beside the socket (``<socket>.lock``, flock'ed for the daemon's lifetime) makes
@@ -61,9 +64,40 @@ def peer_credentials(sock: socket.socket) -> PeerCred:
     raise OSError(errno.ENOTSUP, f"peer credentials are not supported on {sys.platform}")
 
 
+def ensure_safe_parent(directory: Path) -> None:
+    """Refuse a socket directory whose parent lets another user replace it.
+
+    In such a parent, another user can rename our 0700 directory away and create their own
+    under the same name; clients that trusted the path would talk to them.
+    """
+    uid = os.getuid()
+    parent = directory.parent
+    try:
+        st = os.stat(parent)  # the directory the entry really lives in, symlinks followed
+    except OSError:
+        return  # creating the directory below reports a missing or unreachable parent
+    mode = stat.S_IMODE(st.st_mode)
+    if st.st_uid not in (uid, 0):
+        raise StartupError(
+            f"refusing to use {directory}: its parent {parent} belongs to uid {st.st_uid}, "
+            f"who could replace {directory.name} with their own; choose a socket inside a "
+            "directory of yours with --socket, or set XDG_RUNTIME_DIR",
+            exit_code=EX_UNAVAILABLE,
+        )
+    if mode & 0o022 and not mode & stat.S_ISVTX:
+        raise StartupError(
+            f"refusing to use {directory}: its parent {parent} has mode {mode:04o}, so other "
+            f"users could rename {directory.name} away and put their own in its place; run "
+            f"`chmod go-w {parent}` (or `chmod +t {parent}`, as /tmp is), or choose "
+            "another socket with --socket",
+            exit_code=EX_UNAVAILABLE,
+        )
+
+
 def ensure_private_dir(directory: Path) -> None:
     """Create ``directory`` 0700, or verify an existing one is ours and private."""
     uid = os.getuid()
+    ensure_safe_parent(directory)
     try:
         os.mkdir(directory, 0o700)
     except FileExistsError:

@@ -128,6 +128,46 @@ def test_symlinked_directory_refuses_start() -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777])
+def test_socket_directory_parent_writable_by_others(mode: int) -> None:
+    """In a parent others may write to, our 0700 directory could be renamed away and replaced:
+    the daemon refuses to start there (69, naming the parent and its mode, creating nothing),
+    unless the parent is sticky like /tmp, where only an entry's owner may rename it."""
+    root = short_tmpdir()
+    try:
+        parent = root / "run"
+        parent.mkdir()
+        os.chmod(parent, mode)
+        d = spawn_daemon(root, wait=False)
+        if mode & stat.S_ISVTX:
+            wait_connectable(d.socket, proc=d.proc)
+            assert d.stop() == 0
+            return
+        assert d.proc.wait(30) == 69
+        text = d.log_text()
+        assert f"its parent {parent} has mode {mode:04o}" in text and "chmod go-w" in text
+        assert not (parent / "deskhand").exists()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@needs_root
+def test_socket_directory_parent_of_another_user_refuses_start() -> None:
+    """A parent owned by another user (not root) lets that user replace our directory, sticky
+    or not: refused."""
+    root = short_tmpdir()
+    try:
+        parent = root / "run"
+        parent.mkdir()
+        os.chown(parent, NOBODY, NOBODY)
+        os.chmod(parent, 0o1755)
+        d = spawn_daemon(root, wait=False)
+        assert d.proc.wait(30) == 69
+        assert f"its parent {parent} belongs to uid {NOBODY}" in d.log_text()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def test_second_daemon_refuses_while_first_alive(daemon: DaemonProc) -> None:
     """A second daemon on the same socket exits 75 naming the live daemon's pid."""
     second = spawn_daemon(daemon.root, wait=False)
