@@ -43,7 +43,8 @@ def runtime_dir_str(env: Env = os.environ) -> str:
     if xdg:
         return os.path.join(xdg, "deskhand")
     # No login session runtime dir (e.g. a bare ssh shell): fall back like ssh-agent does,
-    # to a per-uid directory in /tmp whose ownership and mode the daemon verifies.
+    # to a per-uid directory in /tmp whose ownership and mode the daemon and every client
+    # verify (deskhand_d/clientcheck.py): anyone can create it first.
     return f"/tmp/deskhand-{os.getuid()}"
 
 

@@ -4,18 +4,23 @@ This is where low-level failures become the CLI's exit codes (see
 :mod:`deskhandctl.exitcodes`): nobody listening is :class:`NotRunning` (after an autostart
 attempt when that is allowed), EACCES and a hang-up before the handshake are
 :class:`PermissionDenied`, a refused or malformed handshake is :class:`ProtocolFailed`, and a
-deadline is :class:`TimedOut`. Autostart itself lives in :mod:`deskhandctl.autostart`, which is
-imported only when it is needed.
+deadline is :class:`TimedOut`. Before a byte is sent, :func:`connect` makes sure the socket is
+our own user's daemon (:mod:`deskhand_d.clientcheck`); if not, :class:`NotYourDaemon`.
+Autostart itself lives in :mod:`deskhandctl.autostart`, which is imported only when it is
+needed.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import sys
 
+from deskhand_d.clientcheck import NotOurDaemon, check_peer, check_socket_dir
 from deskhandctl.exitcodes import (
     DaemonBusy,
     NotRunning,
+    NotYourDaemon,
     PermissionDenied,
     ProtocolFailed,
     TimedOut,
@@ -35,6 +40,8 @@ if TYPE_CHECKING:
 # errno values that mean "nobody is listening here": no file, a stale file, not a socket.
 _NOT_LISTENING = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR, errno.ENOTSOCK})
 _FALSEY = frozenset({"", "0", "false", "no", "off"})
+# sizeof(sun_path), the most connect() takes: 108 bytes on Linux, 104 on macOS and the BSDs.
+_MAX_PATH_BYTES = 108 if sys.platform.startswith("linux") else 104
 
 
 def resolve_socket(flag: str | None, env: Mapping[str, str] = os.environ) -> str:
@@ -82,12 +89,38 @@ def not_running_message(socket_path: str) -> str:
     )
 
 
+def _too_long(socket_path: str) -> UsageError:
+    return UsageError(
+        f"the socket path is too long for a Unix socket ({len(socket_path)} bytes): "
+        f"{socket_path}. Choose a shorter --socket path."
+    )
+
+
 class NoListener(Exception):
     """Internal: the connect attempt found no daemon (ENOENT, ECONNREFUSED, ...)."""
 
 
 def connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
-    """A connected socket, :class:`NoListener`, or a :class:`CliError` for other failures."""
+    """A connected socket to our own user's daemon, :class:`NoListener`, or a
+    :class:`CliError` for other failures. Nothing has been sent on it yet."""
+    if len(os.fsencode(socket_path)) > _MAX_PATH_BYTES:
+        raise _too_long(socket_path)  # before the checks: this path can never work anywhere
+    try:
+        check_socket_dir(socket_path)
+    except NotOurDaemon as exc:
+        raise NotYourDaemon(exc.code, exc.message) from None
+    sock = _connect(socket_path, timeout=timeout)
+    try:
+        # The directory check cannot see a swap between it and the connect; the kernel's
+        # record of the listener's uid on this very connection can.
+        check_peer(sock, socket_path)
+    except NotOurDaemon as exc:
+        sock.close()
+        raise NotYourDaemon(exc.code, exc.message) from None
+    return sock
+
+
+def _connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
     try:
         return connect_unix(socket_path, timeout=timeout)
     except TimeoutError:
@@ -110,10 +143,7 @@ def connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
                 "for it (it may be out of file descriptors). Try again shortly."
             ) from None
         if exc.errno is None and "too long" in str(exc):
-            raise UsageError(
-                f"the socket path is too long for a Unix socket ({len(socket_path)} bytes): "
-                f"{socket_path}. Choose a shorter --socket path."
-            ) from None
+            raise _too_long(socket_path) from None
         raise NotRunning(f"cannot connect to {socket_path}: {exc.strerror or exc}") from None
 
 

@@ -30,13 +30,26 @@ code  exception                   meaning
                                   or a malformed frame or message from the daemon
 77    :class:`PermissionDenied`   the socket refused us (EACCES), or the daemon hung up
                                   before answering the handshake, which is how it turns
-                                  away a process of another user
+                                  away a process of another user; also
+                                  :class:`NotYourDaemon`: we refused the socket before
+                                  sending anything, because its directory or the process
+                                  listening on it belongs to another user (the message
+                                  starts with a stable code, see
+                                  :mod:`deskhand_d.clientcheck`)
 130   (KeyboardInterrupt)         interrupted with Ctrl-C (also at a question prompt,
                                   which is then left unanswered)
 ====  ==========================  ======================================================
 
 69, 73, 75, 76 and 77 are the ``sysexits.h`` values EX_UNAVAILABLE, EX_CANTCREAT, EX_TEMPFAIL,
 EX_PROTOCOL and EX_NOPERM, so shell scripts and service managers can tell the cases apart.
+
+:class:`NotYourDaemon` shares 77 with the other permission failures on purpose: all of them
+mean "this socket is another user's", only seen from the other side, and call for the same
+remedy (run as the daemon's user, or point ``--socket`` at your own daemon). Which check sees
+it first depends on modes a script should not have to care about: as another user, a
+readable-but-foreign socket directory used to fail with EACCES (77) and now is refused by our
+own check; keeping 77 keeps that answer stable. The code at the start of the message tells the
+cases apart.
 """
 
 from __future__ import annotations
@@ -118,3 +131,14 @@ class PermissionDenied(CliError):
     """The daemon's socket or the daemon itself refused this user."""
 
     exit_code = PERMISSION_DENIED
+
+
+class NotYourDaemon(PermissionDenied):
+    """We refused the socket before sending anything: another user could be listening there.
+
+    ``code`` is the stable code of the check that failed (``deskhand_d.clientcheck``).
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code

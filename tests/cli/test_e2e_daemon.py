@@ -198,9 +198,9 @@ def cli_as_nobody(*argv: str) -> subprocess.CompletedProcess[str]:
 @needs_root
 @pytest.mark.slow
 def test_other_user_blocked_by_the_private_directory_exits_77(daemon: DaemonProc) -> None:
-    """Another uid gets EACCES from the 0700 socket directory: exit 77, no autostart."""
-    os.chmod(daemon.root, 0o711)
-    os.chmod(daemon.root / "run", 0o711)
+    """Another uid that cannot even look into the 0700 runtime directory gets EACCES from
+    connect: exit 77, no autostart."""
+    os.chmod(daemon.root, 0o711)  # run/ stays 0700: nobody cannot see the socket directory
     done = cli_as_nobody("--socket", str(daemon.socket), "status")
     assert done.returncode == 77, done.stderr
     assert "permission denied" in done.stderr
@@ -208,12 +208,15 @@ def test_other_user_blocked_by_the_private_directory_exits_77(daemon: DaemonProc
 
 @needs_root
 @pytest.mark.slow
-def test_other_user_refused_by_the_daemon_exits_77(daemon: DaemonProc) -> None:
-    """With loose modes the daemon's peer check hangs up before the handshake: exit 77."""
+def test_other_user_refuses_the_daemon_of_another_user_exits_77(daemon: DaemonProc) -> None:
+    """With loose modes another uid's CLI sees that the socket directory is not its own and
+    refuses before connecting: exit 77, and the daemon never hears from it. (The daemon's own
+    peer check, which would hang up on it, is tested in tests/daemon/test_security.py.)"""
     for path in (daemon.root, daemon.root / "run", daemon.socket.parent):
         os.chmod(path, 0o711)
     os.chmod(daemon.socket, 0o666)
     done = cli_as_nobody("--socket", str(daemon.socket), "status")
     assert done.returncode == 77, done.stderr
-    assert "hung up without answering the handshake" in done.stderr
+    assert "socket_dir_foreign_owner" in done.stderr and str(daemon.socket.parent) in done.stderr
+    assert "peer.refused" not in daemon.log_text()  # it did not even connect
     wait_connectable(daemon.socket)  # and the daemon carries on
