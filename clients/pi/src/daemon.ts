@@ -2,6 +2,7 @@
 // Unix socket, requests matched to replies by id, questions and progress routed to the request
 // they belong to. Nothing here retries a request: a reply that never came means the outcome is
 // unknown, and only the caller (or the person) can decide what happens next.
+import { connect as netConnect, type createConnection, type Socket } from "node:net";
 import WebSocket from "ws";
 import type {
 	ClientToDaemon,
@@ -13,6 +14,7 @@ import type {
 	Result,
 	Welcome,
 } from "./protocol.gen.ts";
+import { checkBeforeConnect, confirmAfterConnect, NoSocketError } from "./trust.ts";
 
 export const SUBPROTOCOL = "deskhand.v1.json";
 export const PROTOCOL_VERSION = 1;
@@ -97,9 +99,12 @@ export class DaemonClient {
 		return !this.closedFlag && this.ws !== undefined && this.ws.readyState === WebSocket.OPEN;
 	}
 
-	/** Open the WebSocket and say hello. Throws DaemonUnavailableError when nothing answers. */
+	/** Open the WebSocket and say hello. Throws DaemonUnavailableError when nothing answers, and
+	 * NotYourDaemonError (sending nothing, not even the HTTP upgrade) when the socket may be
+	 * another user's (see trust.ts). */
 	async connect(): Promise<Welcome> {
 		const path = this.options.socketPath;
+		const raw = await openVerified(path);
 		const ws = await new Promise<WebSocket>((resolve, reject) => {
 			let sock: WebSocket;
 			try {
@@ -107,8 +112,11 @@ export class DaemonClient {
 					handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
 					perMessageDeflate: false,
 					maxPayload: 64 * 1024 * 1024,
+					// The connection checked in openVerified, not a new one to the same path.
+					createConnection: (() => raw) as unknown as typeof createConnection,
 				});
 			} catch (e) {
+				raw.destroy();
 				reject(new DaemonUnavailableError(path, errorText(e)));
 				return;
 			}
@@ -300,6 +308,45 @@ export class DaemonClient {
 			p.reject(err);
 		}
 	}
+}
+
+/** A connected socket to `path` that passed the checks of trust.ts; nothing sent on it yet. */
+async function openVerified(path: string): Promise<Socket> {
+	let checked;
+	try {
+		checked = checkBeforeConnect(path); // NotYourDaemonError passes through as it is
+	} catch (e) {
+		if (e instanceof NoSocketError) throw new DaemonUnavailableError(path, e.message);
+		throw e;
+	}
+	const raw = await new Promise<Socket>((resolve, reject) => {
+		const s = netConnect({ path });
+		const timer = setTimeout(() => {
+			s.destroy();
+			reject(new DaemonUnavailableError(path, "it accepted no connection in time"));
+		}, HANDSHAKE_TIMEOUT_MS);
+		timer.unref();
+		s.once("error", (e) => {
+			clearTimeout(timer);
+			s.destroy();
+			reject(new DaemonUnavailableError(path, errorText(e)));
+		});
+		s.once("connect", () => {
+			clearTimeout(timer);
+			s.removeAllListeners("error");
+			// Until ws adds its own listener, an error must not go unhandled (that would end pi);
+			// the HTTP request ws makes on this socket reports it.
+			s.on("error", () => {});
+			resolve(s);
+		});
+	});
+	try {
+		confirmAfterConnect(checked);
+	} catch (e) {
+		raw.destroy();
+		throw e;
+	}
+	return raw;
 }
 
 function abortError(op: string, delivery: Delivery | undefined): DaemonRequestError {

@@ -5,6 +5,7 @@ import type { ExtensionAPI, ExtensionCommandContext, ExtensionContext } from "@e
 import { DaemonClient } from "./daemon.ts";
 import { isMode, MODE_ENTRY, nextActiveTools, recordedMode, type Mode } from "./mode.ts";
 import { defaultSocketPath } from "./socket.ts";
+import { NotYourDaemonError } from "./trust.ts";
 
 export const CLIENT_NAME = "deskhand-pi";
 export const CLIENT_VERSION = "0.1.0";
@@ -94,8 +95,11 @@ export class DeskhandSession {
 		// the background and the first tool call waits for it.
 		const attempt = this.ensureClient(ctx).then(
 			() => undefined,
-			() => {
-				if (ctx.hasUI) ctx.ui.setStatus(STATUS_KEY, "Deskhand: daemon not running");
+			(e: unknown) => {
+				if (!ctx.hasUI) return;
+				const text =
+					e instanceof NotYourDaemonError ? `Deskhand: refused the socket (${e.code})` : "Deskhand: daemon not running";
+				ctx.ui.setStatus(STATUS_KEY, text);
 			},
 		);
 		let timer: ReturnType<typeof setTimeout> | undefined;

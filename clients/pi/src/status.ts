@@ -3,6 +3,7 @@
 // so an unreachable daemon shows up as such with the hint for starting it).
 import type { DaemonClient } from "./daemon.ts";
 import { CLIENT_NAME, errorMessage, type AnyCtx, type DeskhandSession } from "./session.ts";
+import { NotYourDaemonError } from "./trust.ts";
 
 export async function statusPayload(
 	session: DeskhandSession,
@@ -29,7 +30,10 @@ export async function statusPayload(
 		const live = session.liveClient;
 		client = session.busy && live ? live : await session.ensureClient(ctx);
 	} catch (e) {
-		payload.daemon = { running: false, hint: errorMessage(e) };
+		payload.daemon =
+			e instanceof NotYourDaemonError
+				? { running: false, refused: e.code, hint: errorMessage(e) }
+				: { running: false, hint: errorMessage(e) };
 		return payload;
 	}
 	try {
