@@ -5,8 +5,8 @@ Pure apart from looking at the file system. Sky needs care (see the Sky protocol
 OpenAI, so it is started behind a signed ``codex`` as a jump host
 (``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``), from
 ``$CODEX_HOME/computer-use`` when that exists. Every backend gets the daemon's environment
-minus ``TYPESAFE_API_KEY`` and any other configured secret: a backend has no business with
-them.
+minus every secret (:mod:`deskhand_d.childenv`): a backend has no business with them.
+``secrets`` below are the configured secret variable *names* (``secrets.redact_env``).
 
 ``auto`` never lets the simulator pass for a real desktop. It picks the simulator only where
 there is no desktop session at all (no ``DISPLAY``, ``WAYLAND_DISPLAY`` or session bus: a
@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from deskhand_d.backends import deskcheck, desktop
+from deskhand_d.childenv import child_env
 from deskhand_d.config import BackendConfig
 from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 from deskhand_d.mcp.connection import LaunchSpec
@@ -32,7 +33,6 @@ _CLIENT_IN_APP = (
     "Codex Computer Use.app/Contents/SharedSupport/SkyComputerUseClient.app/"
     "Contents/MacOS/SkyComputerUseClient"
 )
-ALWAYS_SECRET = ("TYPESAFE_API_KEY",)
 
 
 def codex_home(env: Mapping[str, str]) -> Path:
@@ -88,13 +88,6 @@ def find_first(
     paths: Sequence[Path], exists: Callable[[Path], bool] = _is_executable
 ) -> Path | None:
     return next((p for p in paths if exists(p)), None)
-
-
-def child_env(env: Mapping[str, str], secrets: Sequence[str]) -> dict[str, str]:
-    """The backend's environment: ours minus every secret and our own service variables."""
-    drop = set(ALWAYS_SECRET) | set(secrets)
-    drop |= {"LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"}
-    return {k: v for k, v in env.items() if k not in drop}
 
 
 def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:

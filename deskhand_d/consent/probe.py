@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Callable
 
+from deskhand_d.childenv import child_env
 from deskhand_d.consent.identity import IdentityUnavailable
 
 Runner = Callable[[list[str]], tuple[int, str]]
@@ -31,7 +32,7 @@ def run_command(argv: list[str]) -> tuple[int, str]:
             text=True,
             errors="surrogateescape",
             timeout=COMMAND_TIMEOUT,
-            env={**os.environ, "LC_ALL": "C"},
+            env={**child_env(os.environ), "LC_ALL": "C"},
             check=False,
         )
     except subprocess.TimeoutExpired:

@@ -7,6 +7,7 @@ is nothing to launch. A launch never mints a stateId: the caller observes afterw
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import sys
 
 import trio
 
+from deskhand_d.childenv import child_env
 from deskhand_d.errors import BackendError, BackendUnavailable
 
 _BUNDLE_ID = re.compile(r"^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+){2,}$")
@@ -46,6 +48,7 @@ async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
             done = await trio.run_process(
                 argv,
                 check=False,
+                env=child_env(os.environ),  # the app it opens gets no secret of ours
                 stdin=subprocess.DEVNULL,
                 capture_stdout=True,
                 capture_stderr=True,
