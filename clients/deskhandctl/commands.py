@@ -12,12 +12,14 @@ as failed) is returned.
 from __future__ import annotations
 
 import sys
+import time
 
 from deskhandctl import deskview, jsonwire, render
 from deskhandctl.exitcodes import (
     DAEMON_ERROR,
     OK,
     SCREENSHOT_NOT_SAVED,
+    DaemonError,
     NotRunning,
     OutcomeUnknown,
     ProtocolFailed,
@@ -66,8 +68,6 @@ def run(session: Session, args: Args) -> int:
     if name == "status":
         return _show(args, session.request("status"), deskview.status)
     if name == "ping":
-        import time
-
         started = time.perf_counter()
         result = session.request("ping")
         elapsed = time.perf_counter() - started
@@ -97,9 +97,25 @@ def run(session: Session, args: Args) -> int:
 RUN_OK = frozenset({"done", "dry_run", "needs_planner"})
 
 
+QUEUE_FULL_TRIES = 20  # with the daemon's own waits of at most 5 s: a busy minute at most
+
+
 def _request(session: Session, op: str, fields: dict[str, object], *, acts: bool) -> Any:
     """``session.request``, except that losing the daemon (or its answer) once an action was
-    sent is reported as an unknown outcome, never as a plain failure."""
+    sent is reported as an unknown outcome, never as a plain failure; and a full action queue
+    (refused before anything was spent or sent) is asked again after the wait it names."""
+    for _ in range(QUEUE_FULL_TRIES - 1):
+        try:
+            return _request_once(session, op, fields, acts=acts)
+        except DaemonError as exc:
+            wait = exc.data.get("retry_after_ms")
+            if exc.code != "queue_full" or type(wait) is not int:
+                raise
+            time.sleep(min(max(wait, 10), 5000) / 1000)
+    return _request_once(session, op, fields, acts=acts)
+
+
+def _request_once(session: Session, op: str, fields: dict[str, object], *, acts: bool) -> Any:
     try:
         return session.request(op, **fields)
     except (TimedOut, NotRunning, ProtocolFailed) as exc:

@@ -48,19 +48,34 @@ class ActionQueue:
         self.current: Job | None = None
         self.completed = 0
         self._busy = FastLock()  # held by whichever job runs, inline or in the worker
+        self._job_s = 0.05  # running average of a job's time, for retry_after_ms
         self._handover: Job | None = None
 
     @property
     def depth(self) -> int:
         return len(self._waiting)
 
+    def retry_after_ms(self) -> int:
+        """About how long until the queue has room: the jobs ahead times a typical job's time
+        (a running average), between 50 ms and 5 s."""
+        ahead = len(self._waiting) + (self.current is not None)
+        return int(min(5000.0, max(50.0, ahead * self._job_s * 1000)))
+
+    def check_room(self) -> None:
+        """Refuse now (``queue_full``, with ``retry_after_ms``) when a job would not fit. A
+        gate: callers check it before spending anything, such as a single-use stateId."""
+        if len(self._waiting) >= self.max_depth:
+            wait = self.retry_after_ms()
+            raise QueueFull(
+                f"the action queue already holds {self.max_depth} requests; try again in "
+                f"{wait} ms (nothing was sent)",
+                data={"retry_after_ms": wait},
+            )
+
     async def run(
         self, fn: Callable[[], Awaitable[Any]], *, owner: str, session_id: str, label: str
     ) -> Any:
-        if len(self._waiting) >= self.max_depth:
-            raise QueueFull(
-                f"the action queue already holds {self.max_depth} requests; wait and try again"
-            )
+        self.check_room()
         job = Job(fn=fn, owner=owner, session_id=session_id, label=label)
         self._waiting[id(job)] = job
         self._send.send_nowait(job)
@@ -85,6 +100,13 @@ class ActionQueue:
 
     async def _execute(self, job: Job) -> None:
         """Run one job in its scope; a stop or cancel while running makes it unknown."""
+        began = trio.current_time()
+        try:
+            await self._execute_in_scope(job)
+        finally:
+            self._job_s += (trio.current_time() - began - self._job_s) / 8
+
+    async def _execute_in_scope(self, job: Job) -> None:
         with job.scope:
             try:
                 job.result = outcome.Value(await job.fn())

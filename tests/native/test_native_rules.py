@@ -89,6 +89,46 @@ def test_queue_full_is_refused(desk_factory: Any) -> None:
         t.join(30)
     codes = sorted(r.get("error", {}).get("code", "ok") for r in results)
     assert codes == ["ok", "ok", "queue_full"]
+    refused = next(r["error"] for r in results if "error" in r)
+    # how long to wait: about the jobs ahead (one running, one waiting) times a job's time
+    assert 50 <= refused["data"]["retry_after_ms"] <= 5000
+    assert refused["data"]["delivery"] == "refused"
+
+
+def test_queue_full_keeps_the_state_id_and_the_cli_waits_its_turn(desk_factory: Any) -> None:
+    """An action refused for a full queue has not spent its stateId; deskhandctl waits the
+    time the refusal names and tries again, so both clients' presses land."""
+    import subprocess
+    import sys
+
+    from dhtest.daemon import daemon_env
+
+    desk = desk_factory(
+        {"preapproved": ["Calculator"], "delay_ms": {"press_key": 600}},
+        config="[native]\nqueue_depth = 1\n",
+    )
+    env = {**daemon_env(desk.root), "DESKHAND_NO_AUTOSTART": "1"}
+    base = [sys.executable, "-m", "deskhandctl", "--socket", str(desk.d.socket)]
+    states = []
+    for name in ("a", "b", "c"):
+        out = subprocess.run([*base, "--session", name, "--json", "observe", "Calculator"],
+                             env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        states.append(json.loads(out.stdout)["state_id"])
+    procs = []
+    for name, sid in zip(("a", "b", "c"), states, strict=True):
+        procs.append(
+            subprocess.Popen(
+                [*base, "--session", name, "press", "--app", "Calculator", "--state", sid, "1"],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
+        time.sleep(0.1)
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err  # the third one was refused at first, then waited
 
 
 def test_named_session_survives_reconnect_until_grace_ends(desk_factory: Any) -> None:
@@ -161,14 +201,22 @@ def test_audit_log_records_metadata_only(desk_factory: Any) -> None:
     c.call("type_text", app="Calculator", state_id=sid, text="secret-typed-words")
     path = desk.root / "state" / "deskhand" / "audit" / "audit.jsonl"
     for _ in range(100):
-        if path.exists() and len(path.read_text().splitlines()) >= 2:
+        if path.exists() and len(path.read_text().splitlines()) >= 4:
             break
         time.sleep(0.05)
     text = path.read_text()
     rows = [json.loads(x) for x in text.splitlines()]
-    assert [r["tool"] for r in rows] == ["get_app_state", "type_text"]
+    # each dispatch: a start record written before the call, then its outcome
+    assert [(r["tool"], r["phase"]) for r in rows] == [
+        ("get_app_state", "start"),
+        ("get_app_state", "end"),
+        ("type_text", "start"),
+        ("type_text", "end"),
+    ]
+    assert rows[2]["dispatch"] == rows[3]["dispatch"] != rows[0]["dispatch"]
+    assert rows[2]["delivery"] == "unknown"  # what a start alone means
     assert (
-        rows[1]["text_length"] == len("secret-typed-words") and rows[1]["delivery"] == "dispatched"
+        rows[3]["text_length"] == len("secret-typed-words") and rows[3]["delivery"] == "dispatched"
     )
     assert "secret-typed-words" not in text and "standard window" not in text
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

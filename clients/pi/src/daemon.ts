@@ -23,7 +23,7 @@ const HANDSHAKE_TIMEOUT_MS = 10_000;
 const CANCEL_GRACE_MS = 3_000;
 
 export type ResultBody = Result["result"];
-export type Delivery = "dispatched" | "refused" | "unknown";
+export type Delivery = "dispatched" | "refused" | "partial" | "unknown";
 /** The fields of one op's request, without `op` and `id` (the client adds those). */
 export type OpFields<K extends ClientToDaemonOp> = Omit<Extract<ClientToDaemon, { op: K }>, "op" | "id">;
 
@@ -56,7 +56,7 @@ export class DaemonRequestError extends Error {
 	}
 	get delivery(): Delivery | undefined {
 		const d = this.data.delivery;
-		return d === "dispatched" || d === "refused" || d === "unknown" ? d : undefined;
+		return d === "dispatched" || d === "refused" || d === "partial" || d === "unknown" ? d : undefined;
 	}
 }
 

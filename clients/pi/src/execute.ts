@@ -49,6 +49,8 @@ export interface ToolResult {
 	details: ToolDetails;
 }
 
+const QUEUE_FULL_TRIES = 20; // with the daemon's waits of at most 5 s: a busy minute at most
+
 export class ToolExecutor {
 	private readonly session: DeskhandSession;
 
@@ -88,20 +90,41 @@ export class ToolExecutor {
 		try {
 			const client = await session.ensureClient(ctx);
 			await session.turnSettled;
-			signal?.throwIfAborted();
-			switch (spec.kind) {
-				case "read":
-				case "jev_observe":
-					return await this.read(client, spec, params, signal, ctx);
-				case "action":
-					return await this.act(client, spec, params, signal, ctx);
-				case "jev_run":
-					return await this.run(client, params, signal, onUpdate, ctx);
+			// A full action queue refuses before anything is spent or sent: wait the time the
+			// daemon names and ask again, rather than hammer it.
+			for (let attempt = 1; ; attempt++) {
+				signal?.throwIfAborted();
+				try {
+					return await this.dispatch(client, spec, params, signal, onUpdate, ctx);
+				} catch (e) {
+					const wait = queueFullWait(e);
+					if (wait === undefined || attempt >= QUEUE_FULL_TRIES) throw e;
+					await sleep(wait, signal);
+				}
 			}
 		} catch (e) {
 			throw failure(spec, e);
 		} finally {
 			session.busy = false;
+		}
+	}
+
+	private async dispatch(
+		client: DaemonClient,
+		spec: ToolSpec,
+		params: Record<string, unknown>,
+		signal: AbortSignal | undefined,
+		onUpdate: ((r: ToolResult) => void) | undefined,
+		ctx: ExtensionContext,
+	): Promise<ToolResult> {
+		switch (spec.kind) {
+			case "read":
+			case "jev_observe":
+				return await this.read(client, spec, params, signal, ctx);
+			case "action":
+				return await this.act(client, spec, params, signal, ctx);
+			case "jev_run":
+				return await this.run(client, params, signal, onUpdate, ctx);
 		}
 		throw new Error(`unknown tool kind ${spec.kind}`);
 	}
@@ -280,17 +303,49 @@ export class ToolExecutor {
 	}
 }
 
+/** `{done, total, unit}` from an error's `data.delivered` as "93 of 240 characters", or "". */
+function deliveredCount(value: unknown): string {
+	if (typeof value !== "object" || value === null) return "";
+	const { done, total, unit } = value as Record<string, unknown>;
+	if (typeof done !== "number" || typeof total !== "number" || typeof unit !== "string") return "";
+	return `${done} of ${total} ${unit}`;
+}
+
+/** How long a `queue_full` refusal asks us to wait before asking again, or undefined. */
+function queueFullWait(e: unknown): number | undefined {
+	if (!(e instanceof DaemonRequestError) || e.code !== "queue_full") return undefined;
+	const wait = e.data.retry_after_ms;
+	return typeof wait === "number" && wait >= 0 ? Math.min(wait, 5000) : undefined;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+	return new Promise((resolve, reject) => {
+		const timer = setTimeout(() => {
+			signal?.removeEventListener("abort", onAbort);
+			resolve();
+		}, ms);
+		const onAbort = () => {
+			clearTimeout(timer);
+			reject(signal?.reason ?? new Error("aborted"));
+		};
+		signal?.addEventListener("abort", onAbort, { once: true });
+	});
+}
+
 /** Errors become thrown Errors the model can act on, saying whether anything reached the app. */
 function failure(spec: ToolSpec, e: unknown): Error {
 	if (e instanceof DaemonUnavailableError) return e;
 	if (e instanceof DaemonRequestError) {
 		const delivery = e.delivery ? `; delivery: ${e.delivery}` : "";
+		const count = deliveredCount(e.data.delivered);
 		const hint =
 			e.delivery === "unknown"
-				? " The action may or may not have happened: observe before anything else."
-				: e.delivery === "refused"
-					? " Nothing reached the app."
-					: "";
+				? ` The action may or may not have happened${count ? ` (${count} had been sent)` : ""}: observe before anything else.`
+				: e.delivery === "partial"
+					? ` Only part of it reached the app (${count || "some of the input"}): observe before anything else.`
+					: e.delivery === "refused"
+						? " Nothing reached the app."
+						: "";
 		return new Error(`Deskhand refused or failed ${spec.name} (${e.code}${delivery}): ${e.message}${hint}`);
 	}
 	if (e instanceof Error) {
