@@ -22,6 +22,9 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   to a simulator over MCP stdio, p50 and p99, plus per-click latency and throughput with 20
   concurrent clients (``bench/native_click.py``; its own daemon and simulators). Target: p50
   ratio <= 1.3.
+* the write-ahead audit: a dispatch's durable start record plus its end record vs the single
+  unflushed record of before, in-process on the state directory's file system
+  (``bench/audit_cost.py``); reported per dispatch.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from trio_websocket import wrap_client_stream
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from atspi import available as atspi_available
 from atspi import measure_atspi
+from audit_cost import measure_audit_cost
 from ax_parse import measure_ax_parse
 from backend_call import measure_tools_call
 from native_click import measure_native_click, timed_ping, wait_connectable
@@ -278,6 +282,7 @@ def run() -> dict[str, Any]:
                 results["cli"] = step("CLI wall time", lambda: measure_cli(cli, daemon_sock, env))
         # Its own daemon and simulators, with the processes above gone.
         results["native_click"] = step("native click round trips", measure_native_click)
+        results["audit"] = step("write-ahead audit per dispatch", measure_audit_cost)
         results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
         missing = atspi_available()
         if missing:
@@ -397,6 +402,13 @@ def table(results: dict[str, Any]) -> str:
             f" ms | {axp['splitlines_ms']:.2f} ms (`str.splitlines`) | {axp['ratio']:.1f}x | "
             f"<= {axp['target']}x | {verdict(axp['ratio'], axp['target'])} |"
         )
+    audit = results.get("audit")
+    if audit and "error" not in audit:
+        rows.append(
+            f"| write-ahead audit per dispatch (start fdatasync'd + end) | "
+            f"{audit['write_ahead_ms']:.3f} ms | {audit['one_record_ms']:.3f} ms (one unflushed "
+            f"record, as before) | +{audit['added_ms']:.3f} ms | reported | |"
+        )
     rows += atspi_rows(results.get("atspi"))
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
@@ -437,6 +449,12 @@ def atspi_rows(at: dict[str, Any] | None) -> list[str]:
         f"{at['ratio']:.2f}x | <= {at['target']}x | {verdict(at['ratio'], at['target'])} |",
         f"| AT-SPI click by index, p50 / p95 (answer includes the new tree + PNG) | "
         f"{at['click_p50_ms']:.0f} / {at['click_p95_ms']:.0f} ms | none | | reported | |",
+        f"| AT-SPI press_key (XTest, guarded), p50 / p95 | "
+        f"{at['press_key_p50_ms']:.0f} / {at['press_key_p95_ms']:.0f} ms | none | | reported | |",
+        f"| input-target guard, one key batch | {at['key_batch_guarded_ms']:.2f} ms | "
+        f"{at['key_batch_ms']:.2f} ms (unguarded batch) | +{at['guard_added_ms']:.2f} ms = "
+        f"{at['guard_share_of_press_key'] * 100:.1f}% of press_key p50 | <= 10% | "
+        f"{verdict(at['guard_share_of_press_key'], 0.10)} |",
     ]
 
 

@@ -23,13 +23,13 @@ import trio
 
 from deskhand_d import __version__, activation, paths, pidfile, rlimits, unixsock
 from deskhand_d import log as logsetup
-from deskhand_d.audit import AuditLog
+from deskhand_d.audit import AuditEntry, AuditLog
 from deskhand_d.backends import launchers
 from deskhand_d.config import Config
 from deskhand_d.consent import platforms
 from deskhand_d.consent.gate import ConsentGate
 from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
-from deskhand_d.errors import DeskhandError
+from deskhand_d.errors import DeskhandError, StartupError
 from deskhand_d.jev.access import JevAccess
 from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
@@ -107,11 +107,20 @@ async def _start_native(
     queue = ActionQueue(cfg.native.queue_depth)
     await nursery.start(queue.serve)
     hub.questions = Questions()
+    audit_problem = ""
+    unfinished: list[AuditEntry] = []
     try:
         audit: AuditLog | None = AuditLog(paths.state_dir(env) / "audit")
-    except (OSError, DeskhandError) as exc:
-        log.warning("audit.unavailable", error=str(exc))
+        assert audit is not None
+        unfinished = audit.recover()
+    except (OSError, DeskhandError, StartupError) as exc:
+        # Without an audit log nothing is dispatched (audit_unavailable), but the daemon
+        # stays up so that status, doctor and the person can say what is wrong.
+        audit_problem = getattr(exc, "message", None) or str(exc)
+        log.error("audit.unavailable", error=audit_problem)
         audit = None
+    if unfinished:
+        log.warning("audit.unfinished_dispatches", count=len(unfinished))
     try:
         backend_kind = backend.resolve_launch().kind
     except DeskhandError:  # e.g. Sky not installed: the backend reports that on first use
@@ -130,7 +139,9 @@ async def _start_native(
         sessions=hub.sessions,
         audit=audit,
         consent=gate,
+        audit_problem=audit_problem,
     )
+    hub.native.unfinished_at_start = len(unfinished)
     nursery.start_soon(_expire_sessions, hub)
 
 
@@ -161,10 +172,10 @@ async def serve_daemon(
     server = RpcServer(
         hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
     )
-    secrets = cfg.secret_values(env)
+    secret_names = cfg.secrets.redact_env  # names: childenv drops them, their values, and more
 
     def launch() -> LaunchSpec:
-        return launchers.resolve(cfg.backend, env, secrets)
+        return launchers.resolve(cfg.backend, env, secret_names)
 
     try:
         async with (

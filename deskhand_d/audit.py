@@ -1,6 +1,13 @@
-"""The audit log: one metadata-only JSONL line per dispatch, in a private, size-rotated file.
+"""The audit log: metadata-only JSONL records of every dispatch, in a private, size-rotated file.
 
 Theory of operation:
+
+* Write-ahead: :meth:`AuditLog.begin` writes a ``start`` record and waits until it is on the
+  disk (``fdatasync``) before the call is handed to the backend; if that fails, the caller
+  dispatches nothing (``audit_unavailable``). The outcome follows as an ``end`` record with the
+  same ``dispatch`` id. A ``start`` with no ``end`` reads as delivery ``unknown``; on the next
+  start-up :meth:`AuditLog.recover` closes such dispatches with an ``end`` of code
+  ``daemon_stopped``. :mod:`deskhand_d.auditread` pairs the records for ``deskhandctl audit``.
 
 * What is recorded is fixed by :class:`AuditEntry`: who asked (session, client, pid), which app
   and tool, whether the call was dispatched, refused or ended with an unknown outcome, how long
@@ -15,18 +22,19 @@ Theory of operation:
   every later record still parses on its own. When the next line would push the
   file past ``max_bytes`` it is rotated: ``audit.jsonl.N-1`` -> ``.N`` (``.keep`` dropped), ...,
   ``audit.jsonl`` -> ``.1``.
-* One writer per directory: the daemon holds the only :class:`AuditLog`. Records are not
-  fsynced (the log is for review, not for replay).
+* One writer per directory: the daemon holds the only :class:`AuditLog`. Only ``start``
+  records are flushed to the disk: a lost ``end`` leaves the honest reading, ``unknown``.
 
-Blocking: :meth:`AuditLog.record` is a single unbuffered append to a local file (tens of
-microseconds; a rotation adds a few renames every few MiB). Call it directly from the trio
-thread after the dispatch completes; handing it to ``trio.to_thread.run_sync`` costs more than
-the write and lets records land out of order. It is thread-safe should a caller need that.
+Blocking: an ``end`` record is a single unbuffered append to a local file (tens of
+microseconds; a rotation adds a few renames every few MiB): write it directly from the trio
+thread. :meth:`AuditLog.begin` waits for the disk, so the daemon runs it in a worker thread
+(the dispatch waits for it anyway; other clients do not). The log is thread-safe.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 import threading
 import time
@@ -34,7 +42,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 import structlog
@@ -87,6 +95,12 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     """The Jev run (its trace's ``runId``) the dispatch belonged to; ``""`` for native ops."""
     delivered: AuditCount | None = None
     """For ``partial`` (and ``unknown`` where the backend counted): how much was sent."""
+    phase: Literal["start", "end"] = "end"
+    """``start``: written (and flushed to disk) before the call is handed to the backend, with
+    delivery ``unknown`` — which is what it stays if no ``end`` with the same ``dispatch``
+    follows; ``end``: the outcome."""
+    dispatch: str = ""
+    """Pairs a ``start`` with its ``end`` (a random id); ``""`` on lines of older versions."""
 
 
 def entry_for(
@@ -104,6 +118,8 @@ def entry_for(
     approval_reason: str = "",
     run_id: str = "",
     delivered: Count | None = None,
+    phase: Literal["start", "end"] = "end",
+    dispatch: str = "",
 ) -> AuditEntry:
     """Build the entry for one dispatch from the raw call, keeping metadata only.
 
@@ -140,6 +156,8 @@ def entry_for(
             if delivered is None
             else AuditCount(delivered.done, delivered.total, _clip(delivered.unit))
         ),
+        phase=phase,
+        dispatch=_clip(dispatch),
     )
 
 
@@ -185,10 +203,16 @@ class AuditLog:
         ensure_private_dir(self.directory)
         self._fd: int | None = None
         self._size = 0
+        self._torn = False  # the last write stopped part-way (a full disk)
         self._open()
 
-    def record(self, entry: AuditEntry) -> None:
-        """Append one line and hand it to the kernel before returning."""
+    def record(self, entry: AuditEntry, *, durable: bool = False) -> None:
+        """Append one line and hand it to the kernel before returning; with ``durable``, also
+        wait until it is on the disk (``fdatasync``).
+
+        A line that a full disk cut short is ended with a newline before the next one is
+        appended, so one failed write never glues two records into an unreadable line.
+        """
         line = self._encoder.encode(entry) + b"\n"
         with self._lock:
             if self._fd is None:
@@ -196,16 +220,43 @@ class AuditLog:
             if self._size and self._size + len(line) > self._max_bytes:
                 self._rotate()
             assert self._fd is not None
+            if self._torn:
+                self._end_torn_line()
+            self._torn = True  # until the whole line is out
             written = os.write(self._fd, line)
             while written < len(line):  # only on a signal or a full disk; finish the line
                 written += os.write(self._fd, line[written:])
+            self._torn = False
             self._size += len(line)
+            if durable:
+                os.fdatasync(self._fd)
+
+    def begin(self, **fields: Any) -> str:
+        """Write the durable ``start`` record of a dispatch before it is sent; return its id.
+
+        Takes the keyword arguments of :func:`entry_for` except ``now``, ``phase``,
+        ``delivery``, ``latency_ms`` and ``dispatch``. Raises OSError when the record cannot
+        be made durable: the caller must then not dispatch. Blocks for a disk flush, so call it
+        from a worker thread.
+        """
+        dispatch_id = secrets.token_hex(8)
+        entry = entry_for(
+            now=time.time(),
+            phase="start",
+            delivery="unknown",
+            latency_ms=0.0,
+            dispatch=dispatch_id,
+            **fields,
+        )
+        self.record(entry, durable=True)
+        return dispatch_id
 
     def dispatch(self, **fields: Any) -> bool:
-        """Record one dispatch (the keyword arguments of :func:`entry_for` minus ``now``).
+        """Record the outcome of one dispatch (the keyword arguments of :func:`entry_for`
+        minus ``now``; ``dispatch`` pairs it with its :meth:`begin`).
 
-        Returns False, after logging why, if the line could not be written: a full disk must
-        not turn a dispatched action into an error.
+        Returns False, after logging why, if the line could not be written. The durable
+        ``start`` record then still says ``unknown``, which is the honest reading.
         """
         try:
             self.record(entry_for(now=time.time(), **fields))
@@ -213,6 +264,45 @@ class AuditLog:
             log.warning("audit.write_failed", error=exc.strerror)
             return False
         return True
+
+    def recover(self) -> list[AuditEntry]:
+        """Close every dispatch whose ``start`` has no ``end`` (the daemon died while it was
+        in flight) with an ``end`` of delivery ``unknown``, code ``daemon_stopped``; return the
+        starts so closed. Reads the current file and the newest rotated one."""
+        open_starts: dict[str, AuditEntry] = {}
+        decoder = msgspec.json.Decoder(AuditEntry)
+        for path in (self.path.with_name(AUDIT_FILE_NAME + ".1"), self.path):
+            try:
+                with open(path, "rb") as f:
+                    lines = f.read(4 * self._max_bytes).splitlines()
+            except FileNotFoundError:
+                continue
+            for raw in lines:
+                try:
+                    entry = decoder.decode(raw)
+                except msgspec.DecodeError:
+                    continue  # a torn or foreign line: not ours to interpret
+                if not entry.dispatch:
+                    continue
+                if entry.phase == "start":
+                    open_starts[entry.dispatch] = entry
+                else:
+                    open_starts.pop(entry.dispatch, None)
+        closed = list(open_starts.values())
+        for start in closed:
+            end = msgspec.structs.replace(
+                start, time=_iso_utc(time.time()), phase="end", code="daemon_stopped"
+            )
+            self.record(end)
+        return closed
+
+    def _end_torn_line(self) -> None:
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size and os.pread(self._fd, 1, size - 1) != b"\n":
+            os.write(self._fd, b"\n")
+        self._size = os.fstat(self._fd).st_size
+        self._torn = False
 
     def close(self) -> None:
         with self._lock:

@@ -187,6 +187,15 @@ class OutcomeUnknown(DeskhandError):
     default_delivery = "unknown"
 
 
+class AuditUnavailable(DeskhandError):
+    """The dispatch's audit record could not be written (``data.path``, ``data.cause``), so
+    nothing was dispatched: no action goes unrecorded. Free space or repair the audit
+    directory, then try again."""
+
+    code = "audit_unavailable"
+    default_delivery = "refused"
+
+
 class InputTargetChanged(DeskhandError):
     """The backend stopped an action before sending more input because the input would no
     longer have reached the app the person allowed (another window took the keyboard focus

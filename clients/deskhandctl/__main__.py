@@ -115,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         from deskhandctl.demo import run_demo
 
         return run_demo(args)
+    if args.command == "audit":  # read from the files: works while the daemon is down
+        from deskhandctl.auditcmd import run_audit
+
+        return run_audit(args)
     if args.command.startswith("trace "):
         from deskhandctl.tracecmd import run_trace
 

@@ -43,6 +43,14 @@ def parse_count(text: str) -> int:
     return value
 
 
+def parse_last(text: str) -> int:
+    """``audit --last``: how many dispatches to show."""
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
 def parse_number(text: str) -> float:
     """A finite coordinate."""
     value = float(text)

@@ -1,4 +1,5 @@
-"""The commands that run in the CLI itself, as data: ``ax``, ``trace``, ``eval`` and ``demo``.
+"""The commands that run in the CLI itself, as data: ``ax``, ``trace``, ``audit``, ``eval`` and
+``demo``.
 
 They never send a request of their own to the daemon (``demo`` starts a private one), so every
 ``dest`` here is ``local``. :mod:`deskhandctl.grammar` puts them into its command table; the
@@ -8,6 +9,7 @@ same start-up rule holds: only the cheapest standard-library imports.
 from __future__ import annotations
 
 from deskhandctl.argspec import Command, Param
+from deskhandctl.convert import parse_last
 
 LOCAL_COMMANDS: tuple[Command, ...] = (
     Command(
@@ -52,6 +54,22 @@ LOCAL_COMMANDS: tuple[Command, ...] = (
                 offline=True,
             ),
         ),
+    ),
+    Command(
+        "audit",
+        "show the latest dispatches from the audit log, each with what reached the desktop",
+        "",
+        (
+            Param(
+                "--last",
+                "last",
+                "how many dispatches to show (default 20)",
+                convert=parse_last,
+                metavar="N",
+                local=True,
+            ),
+        ),
+        offline=True,
     ),
     Command(
         "eval",

@@ -238,6 +238,13 @@ def grants(command: str, result: dict[str, Any]) -> str:
             f"revoked {len(items)} grant(s); {result.get('cancelled', 0)} request(s) cancelled, "
             "the backend restarts on the next call and every state id is retired"
         )
+        if result.get("not_saved"):
+            lines.append(
+                "the revocation is in force now but could not be saved "
+                f"({result['not_saved']}); deskhand-d keeps refusing the grant and saves it "
+                "as soon as the file can be written — free space there, and keep the daemon "
+                "running until then"
+            )
     elif command.endswith("restore"):
         lines.append(f"restored {len(items)} grant(s)")
     elif not items:

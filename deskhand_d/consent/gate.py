@@ -27,8 +27,10 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
+import msgspec
 import structlog
 import trio
 
@@ -76,6 +78,10 @@ class ConsentGate:
         self._selecting: dict[tuple[int, str], trio.Lock] = {}
         self._saved: tuple[Hashable, list[SavedGrant]] | None = None
         self.questions_asked = 0
+        # Revocations in force but not yet in grants.json (its disk was full, say): grant key
+        # -> when it was revoked. They override the file until a write succeeds.
+        self.unsaved_revocations: dict[str, str] = {}
+        self._last_save_try = float("-inf")
 
     # ----- what the decision needs ------------------------------------------------------------
 
@@ -93,7 +99,16 @@ class ConsentGate:
             key = None
         if self._saved is None or self._saved[0] != key:
             self._saved = (key, self.store.read())
-        return self._saved[1]
+        grants = self._saved[1]
+        if not self.unsaved_revocations:
+            return grants
+        pending = self.unsaved_revocations
+        return [
+            msgspec.structs.replace(g, revoked_at=pending[g.key])
+            if g.active and g.key in pending
+            else g
+            for g in grants
+        ]
 
     async def identify(self, app: str, *, fresh: bool = False) -> AppIdentity:
         now = trio.current_time()
@@ -232,6 +247,57 @@ class ConsentGate:
         """Void every open question and lapse every task grant (call before the file write)."""
         self.revocations += 1
         self._identities.clear()
+
+    def revoke_now(self, app: str) -> list[SavedGrant]:
+        """Revoke every active saved grant ``app`` names, in this daemon, at once: it holds
+        from this moment whether or not grants.json can be written (see :meth:`save_revocations`).
+        Raises GrantNotFound when none matches."""
+        matching = [g for g in self.saved() if g.active and g.names(app)]
+        if not matching:
+            raise E.GrantNotFound(
+                f"no active saved grant matches {app!r}; `deskhandctl grants list` shows them",
+                data={"app": app},
+            )
+        self.begin_revocation()
+        now = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        for g in matching:
+            self.unsaved_revocations.setdefault(g.key, now)
+        return [msgspec.structs.replace(g, revoked_at=now) for g in matching]
+
+    def restore_now(self, app: str) -> list[SavedGrant]:
+        """Withdraw revocations of ``app`` that were never saved; returns the grants so
+        restored (the file still has them active)."""
+        restored = [
+            g
+            for g in self.store.read()
+            if g.active and g.names(app) and g.key in self.unsaved_revocations
+        ]
+        for g in restored:
+            del self.unsaved_revocations[g.key]
+        return restored
+
+    async def save_revocations(self) -> str:
+        """Write revocations that are in force but not saved; ``""`` when all are saved, else
+        why the file could not be written (they stay in force here meanwhile)."""
+        pending = dict(self.unsaved_revocations)
+        if not pending:
+            return ""
+        self._last_save_try = trio.current_time()
+        try:
+            await self.store.mutate(lambda f: f.revoke_keys(set(pending)))
+        except (E.GrantsFileError, OSError) as exc:
+            return getattr(exc, "message", None) or str(exc)
+        for key, when in pending.items():
+            if self.unsaved_revocations.get(key) == when:
+                del self.unsaved_revocations[key]
+        return ""
+
+    async def retry_unsaved(self, every_s: float = 1.0) -> None:
+        """Try again, now and then, to save revocations a full disk kept out of the file."""
+        if self.unsaved_revocations and trio.current_time() - self._last_save_try >= every_s:
+            problem = await self.save_revocations()
+            if problem:
+                log.warning("consent.revocation_unsaved", problem=problem)
 
     # ----- words ------------------------------------------------------------------------------
 

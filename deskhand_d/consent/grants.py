@@ -135,6 +135,20 @@ class GrantsFile:
         """Revoke every active grant ``given`` names. Raises GrantNotFound if there is none."""
         return self._flip(given, revoke=True)
 
+    def revoke_keys(self, keys: set[str]) -> list[SavedGrant]:
+        """Revoke the active grants with these keys (revocations already in force in the
+        daemon); grants that are gone or already revoked are left as they are."""
+        with self._file.locked():
+            grants = self.read()
+            changed: list[SavedGrant] = []
+            for i, g in enumerate(grants):
+                if g.active and g.key in keys:
+                    grants[i] = msgspec.structs.replace(g, revoked_at=_now())
+                    changed.append(grants[i])
+            if changed:
+                self._write(grants)
+            return changed
+
     def restore(self, given: str) -> list[SavedGrant]:
         """Reactivate every revoked grant ``given`` names. Raises GrantNotFound if none."""
         return self._flip(given, revoke=False)

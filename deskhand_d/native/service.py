@@ -12,6 +12,7 @@ ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatc
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -94,17 +95,21 @@ class NativeService(Gates):
         sessions: SessionManager,
         audit: AuditLog | None,
         consent: ConsentGate,
+        audit_problem: str = "",
     ) -> None:
         super().__init__(config, env)
         self.backend = backend
         self.queue = queue
         self.sessions = sessions
         self.audit = audit
+        self.audit_problem = audit_problem  # why there is no audit log (then nothing dispatches)
+        self.unfinished_at_start = 0  # dispatches an earlier run began and never finished
         self.consent = consent
 
     async def admit(self, caller: Caller, app: str, *, instance: int | None = None) -> Admission:
         """Deskhand's consent for ``app`` (may ask the person; see consent.gate)."""
         session = caller.session
+        await self.consent.retry_unsaved()
         return await self.consent.admit(
             session.consent,
             app,
@@ -114,23 +119,21 @@ class NativeService(Gates):
             instance=instance,
         )
 
-    async def revoke(self, app: str, by: str) -> tuple[list[SavedGrant], int]:
-        """Revoke saved grants for ``app``: void open questions, cancel every queued and
-        in-flight call, retire every stateId and close the backend (a fresh process serves
-        the next call), so no handle from before can be used again."""
-        if not any(g.active and g.names(app) for g in self.consent.saved()):
-            raise E.GrantNotFound(
-                f"no active saved grant matches {app!r}; `deskhandctl grants list` shows them",
-                data={"app": app},
-            )
-        self.consent.begin_revocation()
-        changed = await self.consent.store.mutate(lambda f: f.revoke(app))
+    async def revoke(self, app: str, by: str) -> tuple[list[SavedGrant], int, str]:
+        """Revoke saved grants for ``app``: in force in this daemon at once (open questions
+        void, every queued and in-flight call cancelled, every stateId retired, the backend
+        closed so that no handle from before can be used again), then saved to grants.json.
+        Returns the grants, the calls cancelled, and why saving failed (``""`` when saved):
+        an unsaved revocation still holds here until a later write succeeds. Never depends
+        on the disk to take effect."""
+        changed = self.consent.revoke_now(app)
         why = f"access to {app} was revoked by {by}"
         cancelled = self.queue.stop_all(why)
         self.sessions.invalidate_all(why)
         await self.backend.aclose()
-        log.warning("consent.revoked", app=app, by=by, cancelled=cancelled)
-        return changed, cancelled
+        problem = await self.consent.save_revocations()
+        log.warning("consent.revoked", app=app, by=by, cancelled=cancelled, unsaved=problem)
+        return changed, cancelled, problem
 
     # ----- ops --------------------------------------------------------------------------------
 
@@ -215,6 +218,7 @@ class NativeService(Gates):
             self.check_app(app)
             self.check_recovery(session, app, observing=False)
             self.check_mode(session, app, handoff)
+            self.queue.check_room()  # before the stateId is spent: a retry can reuse it
             used = session.states.consume(
                 state_id,
                 use,
@@ -340,9 +344,11 @@ class NativeService(Gates):
 
         started = trio.current_time()
         running = False  # set once the queue hands the call to the backend
+        dispatch_id = ""
 
         async def job() -> CallResult:
-            nonlocal running
+            nonlocal running, dispatch_id
+            dispatch_id = await self._audit_begin(caller, app, tool, args)  # on disk first
             running = True
             return await self.backend.call_tool(tool, args, on_approval=approval)
 
@@ -394,7 +400,41 @@ class NativeService(Gates):
                 reason,
                 args,
                 delivered,
+                dispatch_id,
             )
+
+    async def _audit_begin(self, caller: Caller, app: str, tool: str, args: dict[str, Any]) -> str:
+        """The durable ``start`` record of a dispatch; :class:`AuditUnavailable` when it cannot
+        be written, so that nothing is ever dispatched without one."""
+        audit = self.audit
+        if audit is None:
+            raise E.AuditUnavailable(
+                f"there is no audit log ({self.audit_problem or 'it could not be opened'}), so "
+                "nothing is dispatched; fix the state directory and restart deskhand-d",
+                data={"cause": self.audit_problem},
+            )
+        fields = self._audit_fields(caller, app, tool, args)
+        try:
+            return await trio.to_thread.run_sync(functools.partial(audit.begin, **fields))
+        except OSError as exc:
+            cause = exc.strerror or type(exc).__name__
+            raise E.AuditUnavailable(
+                f"the audit log {audit.path} cannot be written ({cause}), so {tool} was not "
+                "dispatched; free space there (or repair the directory) and try again",
+                data={"path": str(audit.path), "cause": cause},
+            ) from None
+
+    @staticmethod
+    def _audit_fields(caller: Caller, app: str, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "session": caller.session.name or caller.session.session_id,
+            "client": caller.client,
+            "client_pid": caller.pid,
+            "tool": tool,
+            "app": app,
+            "arguments": args,
+            "run_id": caller.run_id,
+        }
 
     def _audit(
         self,
@@ -407,19 +447,15 @@ class NativeService(Gates):
         reason: str | None,
         args: dict[str, Any],
         delivered: E.Count | None = None,
+        dispatch_id: str = "",
     ) -> None:
         if self.audit is not None:
             self.audit.dispatch(
-                session=caller.session.name or caller.session.session_id,
-                client=caller.client,
-                client_pid=caller.pid,
-                tool=tool,
+                **self._audit_fields(caller, app, tool, args),
                 delivery=delivery,
                 latency_ms=round(elapsed * 1000, 3),
-                app=app,
-                arguments=args,
                 code=code,
                 approval_reason=reason or "",
-                run_id=caller.run_id,
                 delivered=delivered,
+                dispatch=dispatch_id,
             )

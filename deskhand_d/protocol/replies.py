@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from deskhand_d.errors import Delivery
+
 # ----- replies ---------------------------------------------------------------------------------
 
 
@@ -71,6 +73,19 @@ class StatusResult(_Result, tag="status", frozen=True):
     locked_by: str = ""
     """Who engaged the emergency stop, or empty when not locked."""
     sessions: int = 0
+    audit: AuditStatus | None = None
+
+
+class AuditStatus(msgspec.Struct, frozen=True, kw_only=True):
+    """The audit log, as far as a person needs to know it."""
+
+    path: str
+    """The current audit file, or empty when there is none (then nothing is dispatched)."""
+    problem: str = ""
+    """Why there is no audit log, or empty."""
+    unfinished_at_start: int = 0
+    """Dispatches that an earlier run of the daemon began and never finished (it stopped or
+    crashed in flight): their outcome is unknown. ``deskhandctl audit`` lists them."""
 
 
 class Pong(_Result, tag="pong", frozen=True):
@@ -127,9 +142,6 @@ class DoctorResult(_Result, tag="doctor", frozen=True):
     screenshots, the accessibility bus), each with its fix; empty for other backends."""
     simulated: bool = False
     """True when the simulated desktop serves: nothing there is the person's real desktop."""
-
-
-Delivery = Literal["dispatched", "refused", "unknown"]
 
 
 class Observation(_Result, tag="observation", frozen=True):
@@ -195,6 +207,10 @@ class Grants(_Result, tag="grants", frozen=True):
     file: str
     cancelled: int | None = None
     """Revoke only: queued and in-flight calls cancelled (in-flight ones ended unknown)."""
+    not_saved: str = ""
+    """Revoke only: the revocation is in force in the daemon now but grants.json could not be
+    written (why); the daemon keeps refusing the grant and saves it once the file can be
+    written. Empty when saved."""
 
 
 class HandoffInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -331,6 +347,7 @@ __all__ = [
     "ActionDone",
     "AllowedApps",
     "AppList",
+    "AuditStatus",
     "BackendStatus",
     "ClientSummary",
     "Delivery",

@@ -20,6 +20,7 @@ from deskhand_d.config import Config
 from deskhand_d.protocol import (
     PROTOCOL_VERSION,
     SUBPROTOCOLS,
+    AuditStatus,
     BackendStatus,
     ClientSummary,
     StatusResult,
@@ -119,6 +120,17 @@ class Hub:
             desktop_holder=self._holder(),
             locked_by=self.native.locked_by if self.native else "",
             sessions=len(self.sessions.sessions) if self.sessions else 0,
+            audit=self._audit_status(),
+        )
+
+    def _audit_status(self) -> AuditStatus | None:
+        native = self.native
+        if native is None:
+            return None
+        return AuditStatus(
+            path=str(native.audit.path) if native.audit is not None else "",
+            problem=native.audit_problem,
+            unfinished_at_start=native.unfinished_at_start,
         )
 
     def _holder(self) -> str:

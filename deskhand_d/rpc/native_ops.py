@@ -305,23 +305,30 @@ def _grant_infos(grants: list[SavedGrant]) -> list[GrantInfo]:
 
 
 async def grants_list(conn: Connection, req: GrantsList) -> ResultBody:
-    store = _native(conn).consent.store
-    return Grants(grants=_grant_infos(store.read()), file=str(store.path))
+    consent = _native(conn).consent
+    # as the daemon enforces them: a revocation the disk could not take yet shows as revoked
+    return Grants(grants=_grant_infos(consent.saved()), file=str(consent.store.path))
 
 
 async def grants_revoke(conn: Connection, req: GrantsRevoke) -> ResultBody:
     native = _native(conn)
     name = conn.client.name if conn.client else "?"
-    changed, cancelled = await native.revoke(req.app, f"{name} (pid {conn.peer.pid})")
+    changed, cancelled, problem = await native.revoke(req.app, f"{name} (pid {conn.peer.pid})")
     return Grants(
-        grants=_grant_infos(changed), file=str(native.consent.store.path), cancelled=cancelled
+        grants=_grant_infos(changed),
+        file=str(native.consent.store.path),
+        cancelled=cancelled,
+        not_saved=problem,
     )
 
 
 async def grants_restore(conn: Connection, req: GrantsRestore) -> ResultBody:
-    store = _native(conn).consent.store
-    changed = await store.mutate(lambda f: f.restore(req.app))
-    return Grants(grants=_grant_infos(changed), file=str(store.path))
+    consent = _native(conn).consent
+    unsaved = consent.restore_now(req.app)  # a revocation the file never took: just drop it
+    if unsaved:
+        return Grants(grants=_grant_infos(unsaved), file=str(consent.store.path))
+    changed = await consent.store.mutate(lambda f: f.restore(req.app))
+    return Grants(grants=_grant_infos(changed), file=str(consent.store.path))
 
 
 HANDLERS: dict[type, Handler] = {

@@ -296,7 +296,8 @@ def test_through_the_daemon_reply_cli_and_audit_agree(
 
     def audit() -> list[dict[str, Any]]:
         path = root / "state" / "deskhand" / "audit" / "audit.jsonl"
-        return [json.loads(x) for x in path.read_text().splitlines() if '"type_text"' in x]
+        lines = [json.loads(x) for x in path.read_text().splitlines()]
+        return [x for x in lines if x["tool"] == "type_text" and x["phase"] == "end"]
 
     editor = desktop.spawn(["gnome-text-editor"], "text-editor")
     try:

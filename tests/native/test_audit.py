@@ -30,6 +30,8 @@ FIELDS = (
     "text_length",
     "run_id",  # reviewed: a random run id links a dispatch to its Jev trace, nothing more
     "delivered",  # reviewed: counts only (93 of 240 characters), never what was typed
+    "phase",  # reviewed: start (written before the call) or end
+    "dispatch",  # reviewed: a random id pairing a start with its end
 )
 
 SECRET = "hunter2-SECRET-typed"

@@ -13,7 +13,7 @@
 export interface ActionDone {
 	app: string;
 	approval_reason?: string | null;
-	delivery: "dispatched" | "refused" | "unknown";
+	delivery: "dispatched" | "partial" | "refused" | "unknown";
 	kind: "action";
 	ok: boolean;
 	screenshot?: string | null;
@@ -58,6 +58,15 @@ export interface AppsAdd {
 export interface AppsList {
 	id: number;
 	op: "apps_list";
+}
+
+/**
+ * The audit log, as far as a person needs to know it.
+ */
+export interface AuditStatus {
+	path: string;
+	problem?: string;
+	unfinished_at_start?: number;
 }
 
 export interface BackendStatus {
@@ -211,6 +220,7 @@ export interface Grants {
 	file: string;
 	grants: GrantInfo[];
 	kind: "grants";
+	not_saved?: string;
 }
 
 /**
@@ -515,6 +525,7 @@ export interface Status {
 }
 
 export interface StatusResult {
+	audit?: AuditStatus | null;
 	backend?: BackendStatus | null;
 	clients: ClientSummary[];
 	desktop_holder?: string;
