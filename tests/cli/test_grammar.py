@@ -35,6 +35,7 @@ STRUCTS = {
 SAMPLES = {
     "parse_index": ["0", "7", "1000000"],
     "parse_count": ["1", "3"],
+    "parse_last": ["1", "20", "500"],
     "parse_number": ["1.5", "0", "-2", "1e3"],
     "parse_pages": ["0.5", "100"],
     "parse_point": ["1,2", "-1,2.5", "0.5,-3"],
