@@ -10,18 +10,14 @@ backend is the one case that is ``refused``.
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
-from dhtest.desk import SIM_APPS, save_grants
+from dhtest.clidaemon import CliDaemon, cli_daemons
 
 pytestmark = pytest.mark.slow
 
@@ -29,82 +25,23 @@ HANG = {"preapproved": ["TextEdit"], "hang": [{"tool": "type_text"}]}
 OUTCOME_UNKNOWN_EXIT = 3
 
 
-class Desk:
-    def __init__(self, daemon: DaemonProc, record: Path) -> None:
-        self.daemon = daemon
-        self.env = daemon_env(daemon.root)
-        self.record = record
-
-    def argv(self, *argv: str) -> list[str]:
-        return [sys.executable, "-m", "deskhandctl", "--socket", str(self.daemon.socket), *argv]
-
-    def run(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(*argv), env=self.env, capture_output=True, text=True, timeout=60
-        )
-
-    def start(self, *argv: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            self.argv(*argv),
-            env=self.env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            text=True,
-        )
-
-    def observe(self, app: str = "TextEdit") -> str:
-        done = self.run("--json", "observe", app)
-        assert done.returncode == 0, done.stderr
-        state: str = json.loads(done.stdout)["state_id"]
-        return state
-
-    def wait_for_calls(self, tool: str, n: int = 1, limit: float = 20.0) -> None:
-        """Until the simulator has received ``n`` calls of ``tool``: the action was sent."""
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            if self.record.exists():
-                starts = [
-                    json.loads(line)
-                    for line in self.record.read_text().splitlines()
-                    if '"call_start"' in line
-                ]
-                if sum(1 for s in starts if s.get("tool") == tool) >= n:
-                    return
-            time.sleep(0.05)
-        raise AssertionError(f"the backend never received {tool}")
-
-    def audit(self) -> list[dict[str, Any]]:
-        path = self.daemon.root / "state" / "deskhand" / "audit" / "audit.jsonl"
-        return [json.loads(line) for line in path.read_text().splitlines() if line]
-
-
 @pytest.fixture
 def desk() -> Iterator[Any]:
-    started: list[DaemonProc] = []
-
-    def make(scenario: dict[str, Any]) -> Desk:
-        root = short_tmpdir()
-        save_grants(root / "config", SIM_APPS)
-        record = root / "sim.jsonl"
-        extra = {
-            "DESKHAND_BACKEND": "sim",
-            "DESKHAND_SIM_SCENARIO": json.dumps(scenario),
-            "DESKHAND_SIM_RECORD": str(record),
-            "DESKHAND_ALLOWED_APPS": "TextEdit",
-        }
-        started.append(spawn_daemon(root, extra_env=extra))
-        return Desk(started[-1], record)
-
-    yield make
-    for d in started:
-        if d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(10)
-        shutil.rmtree(d.root, ignore_errors=True)
+    with cli_daemons() as make:
+        yield lambda scenario: make(scenario, DESKHAND_ALLOWED_APPS="TextEdit")
 
 
-def _typed(desk: Desk, state: str) -> subprocess.Popen[str]:
+def wait_for_calls(d: CliDaemon, tool: str, n: int = 1, limit: float = 20.0) -> None:
+    """Until the simulator has received ``n`` calls of ``tool``: the action was sent."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if d.received(tool) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the backend never received {tool}")
+
+
+def _typed(desk: CliDaemon, state: str) -> subprocess.Popen[str]:
     return desk.start("type", "--app", "TextEdit", "--state", state, "xyz " * 70)
 
 
@@ -116,7 +53,7 @@ def _assert_unknown(proc: subprocess.Popen[str]) -> str:
     return err
 
 
-def _type_audit(desk: Desk) -> list[str]:
+def _type_audit(desk: CliDaemon) -> list[str]:
     """The outcome records of type_text, in order (start records say unknown until then)."""
     return [a["delivery"] for a in desk.audit() if a["tool"] == "type_text" and a["phase"] == "end"]
 
@@ -126,7 +63,7 @@ def test_daemon_shutdown_mid_action_is_unknown_everywhere(desk: Any) -> None:
     may or may not have happened; the audit line says unknown, not refused."""
     d = desk(HANG)
     proc = _typed(d, d.observe())
-    d.wait_for_calls("type_text")
+    wait_for_calls(d, "type_text")
     stopping = d.run("shutdown")
     assert stopping.returncode == 0, stopping.stderr
     err = _assert_unknown(proc)
@@ -141,7 +78,7 @@ def test_emergency_stop_mid_action_is_unknown_and_queued_is_refused(desk: Any) -
     d = desk(HANG)
     other = json.loads(d.run("--json", "--session", "other", "observe", "TextEdit").stdout)
     first = _typed(d, d.observe())
-    d.wait_for_calls("type_text")
+    wait_for_calls(d, "type_text")
     queued = d.start(
         "--session", "other", "type", "--app", "TextEdit", "--state", other["state_id"], "q"
     )
@@ -160,7 +97,7 @@ def test_client_gone_mid_action_is_audited_unknown(desk: Any) -> None:
     """The client is killed while its action runs: the audit still says unknown."""
     d = desk(HANG)
     proc = _typed(d, d.observe())
-    d.wait_for_calls("type_text")
+    wait_for_calls(d, "type_text")
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=10)
     deadline = time.monotonic() + 10
