@@ -8,7 +8,9 @@ rules live in :mod:`.axroles` (re-exported here); :mod:`.axread` puts lines toge
 tree (contiguity, continuation lines, header checks).
 
 Roles: see :mod:`.axroles`; every child of a ``menu bar`` has the empty role (Sky prints menu
-titles bare: ``32 Calculator``), which :func:`split_rest` gives with ``in_menu_bar``.
+titles bare: ``32 Calculator``), which :func:`split_rest` gives with ``in_menu_bar``, unless it
+starts with a menu role word (``menu bar item``, ``menu item``, ``menu``, ``separator``), as
+Deskhand's Linux backend writes a menu bar's titles and the items of an open menu.
 
 Label: the rest minus the role, trimmed, minus the ``Secondary Actions`` clause (wherever it
 sits: Sky sometimes prints ``URL`` after it). Flags, ``Description:``, ``Value:`` and the other
@@ -78,10 +80,21 @@ def _states(flags: str) -> tuple[str, ...]:
     return tuple(w for w in map(str.strip, flags.lower().split(",")) if w)
 
 
+_MENU_ROLES: Final = ("menu bar item", "menu item", "menu", "separator")
+
+
+def _menu_role(rest: str) -> bool:
+    """Whether ``rest`` starts with a menu role word (then a space, a newline or the end)."""
+    return any(
+        rest.startswith(role) and rest[len(role) : len(role) + 1] in ("", " ", "\n")
+        for role in _MENU_ROLES
+    )
+
+
 def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
     """Parse what follows an element's index (continuation lines joined with ``\\n``)."""
     rest = rest.strip()
-    if in_menu_bar:
+    if in_menu_bar and not _menu_role(rest):
         role = source = ""
         label = rest
     else:

@@ -75,6 +75,7 @@ MULTI_WORD_ROLES: Final = (
     # written by Deskhand's AT-SPI backend (Linux)
     "progress indicator",
     "level indicator",
+    "menu bar item",
 )
 
 # Source role -> the role Deskhand reasons about. Unknown roles pass through unchanged.

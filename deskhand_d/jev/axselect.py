@@ -2,13 +2,14 @@
 
 What this owns: :class:`Selection`, the role scores and :func:`select`.
 
-Eligible: the acting roles in ``_ROLE_SCORE``, and rows that are selectable or selected; never
-an element flagged ``disabled`` or with ``(disabled)`` anywhere in its raw text. Score: the
-role's, minus 4 without a usable label (empty, ``javascript:``, ``javascript:;``); with a goal,
-plus 4 for each goal word (two or more letters, digits or CJK ideographs) found in the lowered
-label, plus 6 when the goal speaks of a month or a search and the label names one (``previous
-month``, ``next month``, ``today``, ``search``, ``搜索``), plus 5 for a toggle button when the goal
-says ``tool`` or ``toolbar``. Order: highest score first, then by index, then by position.
+Eligible: the acting roles in ``_ROLE_SCORE`` (menu bar items and menu items among them), and
+rows and cells that are selectable or selected; never an element flagged ``disabled`` or with
+``(disabled)`` anywhere in its raw text. Score: the role's, minus 4 without a usable label
+(empty, ``javascript:``, ``javascript:;``); with a goal, plus 4 for each goal word (two or more
+letters, digits or CJK ideographs) found in the lowered label, plus 6 when the goal speaks of a
+month or a search and the label names one (``previous month``, ``next month``, ``today``,
+``search``, ``搜索``), plus 5 for a toggle button when the goal says ``tool`` or ``toolbar``.
+Order: highest score first, then by index, then by position.
 
 Speed: the label tests run once over all eligible labels joined (one ``lower()``, one ``find``
 per label that holds a word) rather than per element, ``(disabled)`` is searched once over the
@@ -40,7 +41,16 @@ _INDEX: Final = attrgetter("index")
 # Roles Jev may act on, with the score each starts from.
 _ROLE_SCORE: Final[dict[str, int]] = {
     **dict.fromkeys(
-        ("button", "toggle button", "radio button", "menu item", "pop up button", "combo box"), 3
+        (
+            "button",
+            "toggle button",
+            "radio button",
+            "menu item",
+            "menu bar item",
+            "pop up button",
+            "combo box",
+        ),
+        3,
     ),
     **dict.fromkeys(("text field", "text area", "search field"), 2),
     "link": 1,
@@ -50,6 +60,7 @@ _ROLE_SCORE: Final[dict[str, int]] = {
     **dict.fromkeys(("list", "date time area", "scroll area"), 0),
 }
 _ROW_SCORE: Final = 2
+_ROW_ROLES: Final = frozenset(("row", "cell"))  # GTK 3 lists and trees select by cell
 _TOOL_SCORES: Final = {**_ROLE_SCORE, "toggle button": _ROLE_SCORE["toggle button"] + 5}
 
 
@@ -74,7 +85,7 @@ def select(elements: Sequence[Element], goal: str, limit: int) -> Selection:
     for element in elements:
         score = get(element.role)
         if score is None:
-            if element.role != "row":
+            if element.role not in _ROW_ROLES:
                 continue
             states = element.states
             if ("selectable" not in states and "selected" not in states) or "disabled" in states:

@@ -75,7 +75,9 @@ def test_role_words_follow_sky() -> None:
     assert roles.role_words(Role.TEXT, bits(State.EDITABLE, State.SINGLE_LINE)) == "text field"
     assert roles.role_words(Role.TEXT, bits(State.EDITABLE, State.MULTI_LINE)) == "text entry area"
     assert roles.role_words(Role.TEXT, bits(State.EDITABLE, State.READ_ONLY)) == "text"
-    assert roles.role_words(Role.MENU, parent_role=Role.MENU_BAR) == ""
+    assert roles.role_words(Role.MENU, parent_role=Role.MENU_BAR) == "menu bar item"
+    assert roles.role_words(Role.MENU, parent_role=Role.MENU) == "menu item"  # opens a submenu
+    assert roles.role_words(Role.MENU, parent_role=Role.PUSH_BUTTON) == "menu"  # a popover
     assert roles.role_words(9999) == "unknown"
 
 

@@ -47,7 +47,13 @@ class FakeBus:
         if method == "GetActions":
             return ([(a, "", "") for a in o.get("actions", [])],)
         if method == "GetText":
-            return (o.get("text", ""),)
+            start, end = body
+            assert 0 <= end <= len(o.get("text", "")), "text asked past its end"
+            return (o.get("text", "")[start:end],)
+        if method == "GetExtents":
+            if "box" not in o:  # no Component interface
+                raise busmod.Gone("org.freedesktop.DBus.Error.UnknownMethod")
+            return (o["box"],)
         raise AssertionError(method)
 
     async def get_all(self, ref, iface):  # type: ignore[no-untyped-def]
@@ -61,6 +67,10 @@ class FakeBus:
         }
 
     async def get(self, ref, iface, name):  # type: ignore[no-untyped-def]
+        await trio.lowlevel.checkpoint()
+        self.calls.append((ref[1], name))
+        if name == "CharacterCount":
+            return len(self._obj(ref).get("text", ""))
         raise AssertionError(name)
 
 

@@ -2,8 +2,10 @@
 
 What this owns: listing the applications registered with the AT-SPI registry (name, process,
 executable), choosing an application's window the way a person would see it (the active one,
-else the first visible one), the window's screen rectangle, and launching an installed app the
-way Sky does when ``get_app_state`` names one that is not running, then waiting until its
+else the first visible one) and listing all of its surfaces in the order the person deals with
+them (:func:`order_surfaces`: a popup first, then the active window, a modal dialog, the other
+windows newest first, tooltips last), the window's screen rectangle, and launching an installed
+app the way Sky does when ``get_app_state`` names one that is not running, then waiting until its
 window is there and has settled. A process counts as "already running" only when it belongs to
 this desktop (:func:`same_desktop`): another display or session bus is someone else's desktop,
 whose windows this backend can never see.
@@ -23,7 +25,7 @@ from . import roles
 from .bus import REGISTRY, Bus, BusError, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target, data_dirs, exe_of, scan_entries
 from .model import ACCESSIBLE, COMPONENT, Ref
-from .roles import State
+from .roles import Role, State
 
 LAUNCH_TIMEOUT: Final = 20.0
 LAUNCH_SETTLE: Final = 1.0
@@ -102,8 +104,43 @@ def pick_window(candidates: Sequence[tuple[Ref, int, int]]) -> Ref | None:
     return windows[0][0] if windows else None
 
 
-async def window_of(bus: Bus, app: RunningApp) -> Ref | None:
-    """The app's window to operate on, or None when it has none (or it vanished)."""
+#: Top-level roles of a popup: a GTK 3 combo box list or context menu (an X popup window).
+_POPUP_ROLES: Final = frozenset({Role.WINDOW, Role.MENU, Role.POPUP_MENU})
+_TOOLTIP: Final = 64
+
+
+def order_surfaces(candidates: Sequence[tuple[Ref, int, int]]) -> list[Ref]:
+    """An application's top-level objects ``(ref, role, states)`` (in the application's own
+    order, oldest first) -> the ones on screen, in the order the person deals with them. Pure.
+
+    On screen: visible, and showing too when the toolkit keeps that up to date (GTK 3 does for
+    windows; when no window is showing, none is required to be). Order: a popup (it holds the
+    pointer and keyboard while open), the active window, a modal dialog, the remaining windows
+    newest first (a new window opens on top of the older ones), tooltips last.
+    """
+    shown = [c for c in candidates if roles.has(c[2], State.VISIBLE)]
+    if any(roles.has(states, State.SHOWING) for _, _, states in shown):
+        shown = [c for c in shown if roles.has(c[2], State.SHOWING)]
+
+    def rank(at: int) -> tuple[int, int]:
+        _, role, states = shown[at]
+        if role == _TOOLTIP:
+            group = 4
+        elif role in _POPUP_ROLES:
+            group = 0
+        elif roles.has(states, State.ACTIVE):
+            group = 1
+        elif roles.has(states, State.MODAL):
+            group = 2
+        else:
+            group = 3
+        return group, -at
+
+    return [shown[at][0] for at in sorted(range(len(shown)), key=rank)]
+
+
+async def _top_levels(bus: Bus, app: RunningApp) -> list[tuple[Ref, int, int]] | None:
+    """``(ref, role, states)`` of the app's top-level objects; None when the app vanished."""
     try:
         (children,) = await bus.call((app.bus_name, app.ref_path), ACCESSIBLE, "GetChildren")
     except Gone:
@@ -122,7 +159,26 @@ async def window_of(bus: Bus, app: RunningApp) -> Ref | None:
         async with trio.open_nursery() as nursery:
             for i, child in enumerate(children):
                 nursery.start_soon(one, i, (str(child[0]), str(child[1])))
-    return pick_window([f for f in found if f is not None])
+    return [f for f in found if f is not None]
+
+
+async def window_of(bus: Bus, app: RunningApp) -> Ref | None:
+    """The app's window to operate on, or None when it has none (or it vanished)."""
+    found = await _top_levels(bus, app)
+    return None if found is None else pick_window(found)
+
+
+async def surfaces_of(bus: Bus, app: RunningApp) -> list[Ref]:
+    """The app's windows and popups on screen, the one the person deals with first (see
+    :func:`order_surfaces`); its :func:`window_of` when none counts as on screen."""
+    found = await _top_levels(bus, app)
+    if not found:
+        return []
+    ordered = order_surfaces(found)
+    if ordered:
+        return ordered
+    fallback = pick_window(found)
+    return [fallback] if fallback is not None else []
 
 
 async def extents(bus: Bus, ref: Ref, coords: int = _SCREEN) -> tuple[int, int, int, int]:

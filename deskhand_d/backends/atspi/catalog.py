@@ -144,6 +144,30 @@ def matches(entry: DesktopApp, app: RunningApp, *, program_path: str = "") -> bo
     } or (registered in entry.names)
 
 
+def entry_rank(entry: DesktopApp, app: RunningApp, *, program_path: str = "") -> tuple[int, ...]:
+    """How well ``entry`` stands for the running ``app`` among the entries it matches: lower
+    is better. Pure.
+
+    Several entries can start one program: the app itself (``mousepad %U``) and a way into
+    one of its dialogs (``mousepad --preferences``). The process is the app: an entry that
+    starts the program with no options of its own comes first, then one matched by the
+    executable's path rather than by name, one whose id or program is the name the process
+    registered under, and a shown entry before a hidden one.
+    """
+    registered = app.name.casefold()
+    own_name = registered in {
+        entry.program.casefold(),
+        entry.desktop_id.casefold(),
+        entry.desktop_id.rsplit(".", 1)[-1].casefold(),
+    }
+    return (
+        len(entry.argv) - 1 if entry.argv else 99,
+        0 if program_path and app.exe == program_path else 1,
+        0 if own_name else 1,
+        1 if entry.hidden else 0,
+    )
+
+
 class Catalog:
     """Entries and running apps as seen at one moment."""
 
@@ -159,10 +183,20 @@ class Catalog:
         self._programs = {e.desktop_id: _program_path(e, path_env) for e in self.entries}
 
     def entry_for(self, app: RunningApp) -> DesktopApp | None:
-        for entry in self.entries:
-            if matches(entry, app, program_path=self._programs.get(entry.desktop_id, "")):
-                return entry
-        return None
+        """The entry that *is* the running process: the best of the entries it matches (see
+        :func:`entry_rank`), so Mousepad runs as ``Mousepad``, not as ``Text Editor Settings``
+        (``mousepad --preferences``, the same program)."""
+        found = [
+            e
+            for e in self.entries
+            if matches(e, app, program_path=self._programs.get(e.desktop_id, ""))
+        ]
+        if not found:
+            return None
+        return min(
+            found,
+            key=lambda e: entry_rank(e, app, program_path=self._programs.get(e.desktop_id, "")),
+        )
 
     def running_for(self, entry: DesktopApp) -> RunningApp | None:
         program = self._programs.get(entry.desktop_id, "")

@@ -2,10 +2,11 @@
 
 What this owns: per-process state (the accessibility bus connection, the display, one session
 per app holding its last rendering), argument checks with Sky's error texts, resolving ``app``,
-``get_app_state`` (launching the app when needed, walking its window, rendering, the
-screenshot), dispatching the action tools to :mod:`.actions` and answering each with a fresh
-rendering, and the per-call timeout. Results are the simulator's :class:`Outcome` values, so
-the simulator's JSON-RPC server serves this backend unchanged.
+``get_app_state`` (launching the app when needed, walking every window, dialog and popup it
+shows as one rendering, the screenshot of the rectangle around them), dispatching the action
+tools to :mod:`.actions` and answering each with a fresh rendering, and the per-call timeout.
+Results are the simulator's :class:`Outcome` values, so the simulator's JSON-RPC server serves
+this backend unchanged.
 
 Theory of operation: calls are handled one at a time (a lock), because an action's result is
 the tree *after* it and the next action's indices refer to that tree. Element indices always
@@ -17,11 +18,12 @@ walked live the first time and through its cache afterwards (see :mod:`.walk`).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -112,15 +114,41 @@ def check_arguments(name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return args
 
 
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """One of an app's windows or popups as observed: its object and screen rectangle."""
+
+    ref: Ref
+    extents: tuple[int, int, int, int]
+
+
+def union(boxes: Sequence[tuple[int, int, int, int]]) -> tuple[int, int, int, int]:
+    """The smallest rectangle holding every usable one of ``boxes``, kept to the screen's
+    positive quarter (a screenshot cannot start left of or above the screen). Pure."""
+    usable = [b for b in boxes if b[2] > 0 and b[3] > 0]
+    if not usable:
+        return boxes[0] if boxes else (0, 0, 0, 0)
+    x1 = max(0, min(b[0] for b in usable))
+    y1 = max(0, min(b[1] for b in usable))
+    x2 = max(b[0] + b[2] for b in usable)
+    y2 = max(b[1] + b[3] for b in usable)
+    return x1, y1, max(0, x2 - x1), max(0, y2 - y1)
+
+
 @dataclass(slots=True)
 class Session:
-    """An app being operated: where it is, and its latest numbered rendering."""
+    """An app being operated: where it is, and its latest numbered rendering.
+
+    ``window`` is the first of its surfaces (the one the person deals with first) and
+    ``extents`` the rectangle around all of them: the screenshot shows that rectangle, and tool
+    coordinates are pixels of it."""
 
     target: Target
     app: RunningApp
     window: Ref
     extents: tuple[int, int, int, int]
     rendering: render.Rendering
+    surfaces: tuple[Surface, ...] = ()
 
     @property
     def bus_name(self) -> str:
@@ -133,6 +161,15 @@ class Session:
     @property
     def origin(self) -> tuple[int, int]:
         return self.extents[0], self.extents[1]
+
+    def origin_of(self, index: int) -> tuple[int, int]:
+        """The screen origin of the window element ``index`` belongs to: its window
+        coordinates are measured from there."""
+        at = self.rendering.surface_of(index)
+        if at < len(self.surfaces):
+            box = self.surfaces[at].extents
+            return box[0], box[1]
+        return self.origin
 
 
 class Backend:
@@ -261,10 +298,7 @@ class Backend:
             running = await apps.wait_for_window(self.bus, target, self.env)
         if running is None or running.pid is None:
             raise ToolError(texts.NO_WINDOWS)
-        window = await apps.window_of(self.bus, running)
-        if window is None:
-            raise ToolError(texts.NO_WINDOWS)
-        session = await self._observe(target, running, window)
+        session = await self._observe(target, running)
         rendering = session.rendering
         text = render.state_text(
             rendering,
@@ -275,42 +309,68 @@ class Backend:
         )
         return await self._with_screenshot(_text(text), session)
 
-    async def _observe(self, target: Target, app: RunningApp, window: Ref) -> Session:
-        """Walk ``window`` and make it the app's session (its numbering is now the valid one)."""
+    async def observe_surfaces(self, session: Session) -> Session:
+        """Observe ``session``'s app afresh: every window, dialog and popup it shows, in the
+        order the person deals with them, walked and numbered as one rendering that becomes
+        the valid one. Call it after input to get what the action opened or closed; raises
+        :class:`ToolError` (``noWindowsAvailable``) when the app shows no window at all."""
+        return await self._observe(session.target, session.app)
+
+    async def _observe(self, target: Target, app: RunningApp, window: Ref | None = None) -> Session:
+        """Walk the app's surfaces and make them its session (their numbering is now the
+        valid one). ``window`` is only a fallback for an app that lists no surface."""
         bus_name = app.bus_name
         facts = self._facts.setdefault(bus_name, {})
         if len(facts) > _MAX_FACTS:
             facts.clear()
+        refs = await apps.surfaces_of(self.bus, app)
+        if not refs and window is not None:
+            refs = [window]
+        if not refs:
+            raise ToolError(texts.NO_WINDOWS)
         cache = None
         if bus_name in self._walked and bus_name not in self._no_cache:
             cache = await load_cache(self.bus, bus_name)
             if cache is None:
                 self._no_cache.add(bus_name)
-        box: list[tuple[int, int, int, int]] = []
+        budget = max(self.max_nodes, DEFAULT_BUDGET) + 1
+        roots: list[Node | None] = [None] * len(refs)
+        boxes: list[tuple[int, int, int, int] | None] = [None] * len(refs)
+        complete = [True] * len(refs)
 
-        async def measure() -> None:
+        async def measure(at: int) -> None:
             try:
-                box.append(await apps.extents(self.bus, window))
+                boxes[at] = await apps.extents(self.bus, refs[at])
             except (Gone, BusTimeout, CallFailed):
                 pass
 
+        async def read(at: int) -> None:
+            try:
+                root, walk = await read_tree(
+                    self.bus, refs[at], budget=budget, cache=cache, facts=facts
+                )
+            except (Gone, CallFailed):
+                return  # this surface closed meanwhile; the others still count
+            roots[at], complete[at] = root, walk.complete
+
         with one_error():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(measure)
-                root, walk = await read_tree(
-                    self.bus,
-                    window,
-                    budget=max(self.max_nodes, DEFAULT_BUDGET) + 1,
-                    cache=cache,
-                    facts=facts,
-                )
-        if root is None:
+                for at in range(len(refs)):
+                    nursery.start_soon(measure, at)
+                    nursery.start_soon(read, at)
+        shown = [at for at in range(len(refs)) if roots[at] is not None]
+        if not shown:
             raise ToolError(texts.NO_WINDOWS)
         if cache is None:
             self._walked.add(bus_name)
-        rendering = render.render(root, max_nodes=self.max_nodes, complete=walk.complete)
-        extents = box[0] if box else (0, 0, 0, 0)
-        session = Session(target, app, window, extents, rendering)
+        rendering = render.render(
+            [r for r in roots if r is not None],
+            max_nodes=self.max_nodes,
+            complete=all(complete),
+        )
+        surfaces = tuple(Surface(refs[at], boxes[at] or (0, 0, 0, 0)) for at in shown)
+        extents = union([s.extents for s in surfaces])
+        session = Session(target, app, surfaces[0].ref, extents, rendering, surfaces)
         self.sessions[target.bundle_id] = session
         return session
 
@@ -378,6 +438,13 @@ class Backend:
         await actions.check_alive(self.bus, node)
         return node
 
+    @staticmethod
+    def _in_window(where: actions.Target, session: Session, node: Node) -> actions.Target:
+        """``where`` measured from the window ``node`` is in (a dialog is not at the origin
+        of the rectangle around all of the app's windows), for pointer input at an element."""
+        index = session.rendering.nodes.index(node)
+        return dataclasses.replace(where, origin=session.origin_of(index))
+
     async def _act(self, name: str, session: Session, args: dict[str, Any]) -> str | None:
         """Perform one action tool; returns the selected text after ``select_text``.
 
@@ -393,7 +460,9 @@ class Backend:
                 raise ToolError(texts.INVALID_PARAMETER)
             if isinstance(args.get("element_index"), str):
                 node = await self._live_element(session, args["element_index"])
-                await actions.click_element(where, node, button, count)
+                await actions.click_element(
+                    self._in_window(where, session, node), node, button, count
+                )
                 return None
             x, y = args.get("x"), args.get("y")
             if not (_is_number(x) and _is_number(y)):
@@ -426,7 +495,9 @@ class Backend:
             if not pages > 0:
                 raise ToolError(texts.INVALID_PARAMETER)
             node = await self._live_element(session, args["element_index"])
-            await actions.scroll(where, node, args["direction"], float(pages))
+            await actions.scroll(
+                self._in_window(where, session, node), node, args["direction"], float(pages)
+            )
         elif name == "drag":
             points = [float(args[k]) for k in ("from_x", "from_y", "to_x", "to_y")]
             await actions.drag(where, points)

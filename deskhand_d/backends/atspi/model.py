@@ -1,15 +1,25 @@
 """What the walk reads from the accessibility bus, as plain values. Pure.
 
 What this owns: :class:`Node`, one accessible object with everything rendering needs (numeric
-role, name, description, state bits, interfaces, action names, text and numeric value) and its
-children, and :class:`Ref`, the object's address on the bus. Nodes are frozen: a walk builds a
-fresh tree every time, so an index always means "position in one rendering", never an object
-that may have changed since.
+role, name, description, state bits, interfaces, action names, text and numeric value, its
+rectangle) and its children, and :class:`Ref`, the object's address on the bus. Nodes are
+frozen: a walk builds a fresh tree every time, so an index always means "position in one
+rendering", never an object that may have changed since.
+
+It also owns the rules for what is on screen (:func:`hidden`, :func:`placement`,
+:func:`child_clip`): the tree shows what the window shows, so a child is left out when the
+toolkit says it is not visible (or, where the toolkit keeps it up to date, not showing), when
+it has no area (GTK 4 keeps unmapped widgets, such as the pages of a stack that is not shown
+or an info bar that is closed, with ``visible`` set but a zero-sized rectangle), and when it
+lies wholly outside the part of a scrolled view that is on screen. Children of that last kind
+are counted on their parent (:attr:`Node.clipped`), so a long list says how much of it is
+scrolled away instead of silently ending.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 import msgspec
 
@@ -18,6 +28,8 @@ from .roles import Role, State
 
 #: (unique bus name, object path): how AT-SPI addresses an accessible object.
 Ref = tuple[str, str]
+#: (x, y, width, height) in pixels: screen coordinates (GTK 4: its window's).
+Box = tuple[int, int, int, int]
 
 ACCESSIBLE = "org.a11y.atspi.Accessible"
 ACTION = "org.a11y.atspi.Action"
@@ -42,6 +54,9 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None = None
     value: float | None = None
     accessible_id: str = ""
+    box: Box | None = None  # its rectangle, None when the object has none
+    #: Children left out because they are scrolled out of view: (above, below, left, right).
+    clipped: tuple[int, int, int, int] = (0, 0, 0, 0)
     children: tuple[Node, ...] = ()
 
     def walk(self) -> Iterator[tuple[int, Node, Node | None]]:
@@ -91,3 +106,108 @@ def hidden(states: int, *, window_showing: bool) -> bool:
     if not roles.has(states, State.VISIBLE):
         return True
     return window_showing and not roles.has(states, State.SHOWING)
+
+
+#: Where a child is relative to what its parent shows.
+SHOWN: Final = "shown"
+NOT_DRAWN: Final = "not drawn"  # no area, or a toolkit's placeholder rectangle
+ABOVE: Final = "above"
+BELOW: Final = "below"
+LEFT: Final = "left"
+RIGHT: Final = "right"
+OUT: Final = "out of view"  # scrolled away, side not known: see resolve_sides()
+#: The scrolled-away places, in the order of :attr:`Node.clipped`.
+OUT_OF_VIEW: Final = (ABOVE, BELOW, LEFT, RIGHT)
+
+# GTK 3 reports an unmapped object at (-2**31, -2**31); nothing real lies that far out.
+_FAR: Final = -(2**30)
+
+#: Roles whose rectangle is a viewport: descendants outside it are scrolled out of view.
+VIEWPORT_ROLES: Final = frozenset({49, 68})  # scroll pane, viewport
+#: Roles that open a surface of their own (a popup menu, a popover, a tooltip): their
+#: descendants are drawn in another window, not inside the rectangle the role reports (a GTK 3
+#: menu-bar item's items lie below it), so they are not clipped to the window around them.
+SURFACE_ROLES: Final = frozenset({Role.MENU, 41, Role.WINDOW, 64, Role.DIALOG, 2})
+
+
+def placement(box: Box | None, clip: Box | None) -> str:
+    """Where an object with rectangle ``box`` is, given the visible rectangle ``clip``. Pure.
+
+    No rectangle (the object has no Component interface) says nothing: shown. A rectangle with
+    no area is not drawn. Outside ``clip`` it is above, below, left or right of it (above and
+    below win when it is out both ways, as lists scroll vertically far more often).
+    """
+    if box is None:
+        return SHOWN
+    x, y, w, h = box
+    if w <= 0 or h <= 0 or x <= _FAR or y <= _FAR:
+        return NOT_DRAWN
+    if clip is None:
+        return SHOWN
+    cx, cy, cw, ch = clip
+    if y + h <= cy:
+        return ABOVE
+    if y >= cy + ch:
+        return BELOW
+    if x + w <= cx:
+        return LEFT
+    if x >= cx + cw:
+        return RIGHT
+    return SHOWN
+
+
+def where(states: int, box: Box | None, clip: Box | None, *, window_showing: bool) -> str:
+    """Whether a child object is on screen (:data:`SHOWN`), and if not, why. Pure.
+
+    Invisible or defunct: not drawn. Where the toolkit keeps ``showing`` up to date
+    (``window_showing``, GTK 3), that state decides for an object without area: GTK 3 gives a
+    notebook page the rectangle of its tab, which has none while the notebook hides its tabs,
+    yet the page's content is on screen. Elsewhere (GTK 4) no area means not drawn. An object
+    with area outside ``clip`` is scrolled out of view (:data:`ABOVE` …) even when it is not
+    showing, as GTK 3 list cells out of view are not; otherwise ``showing`` decides where it
+    is kept up to date.
+    """
+    if not roles.has(states, State.VISIBLE) or roles.has(states, State.DEFUNCT):
+        return NOT_DRAWN
+    place = placement(box, clip)
+    if place == NOT_DRAWN and window_showing:
+        if not roles.has(states, State.SHOWING):
+            return NOT_DRAWN
+        # GTK 3's tree and list cells outside the visible rows keep "showing" and their size
+        # but are placed at (-2**31, -2**31): scrolled out of view, on a side their order says.
+        if box is not None and box[0] <= _FAR and box[2] > 0 and box[3] > 0:
+            return OUT
+        return SHOWN
+    if place != SHOWN:
+        return place
+    return NOT_DRAWN if hidden(states, window_showing=window_showing) else SHOWN
+
+
+def resolve_sides(places: list[str]) -> list[str]:
+    """Children's places with :data:`OUT` made :data:`ABOVE` when a shown child follows it
+    (the rows before the visible ones; a column header that stays on screen comes first and
+    does not count) and :data:`BELOW` otherwise. Pure."""
+    if OUT not in places:
+        return places
+    last = max((at for at, p in enumerate(places) if p == SHOWN), default=-1)
+    return [(ABOVE if at < last else BELOW) if p == OUT else p for at, p in enumerate(places)]
+
+
+def intersect(a: Box, b: Box) -> Box:
+    """The common part of two rectangles (zero-sized when they do not meet). Pure."""
+    x1, y1 = max(a[0], b[0]), max(a[1], b[1])
+    x2, y2 = min(a[0] + a[2], b[0] + b[2]), min(a[1] + a[3], b[1] + b[3])
+    return x1, y1, max(0, x2 - x1), max(0, y2 - y1)
+
+
+def child_clip(role: int, box: Box | None, clip: Box | None) -> Box | None:
+    """The visible rectangle a node's children are judged against. Pure.
+
+    A scrolled view narrows it to its own rectangle; a role with a surface of its own starts
+    afresh (no clip); anything else passes its parent's on.
+    """
+    if role in SURFACE_ROLES:
+        return None
+    if role in VIEWPORT_ROLES and box is not None and box[2] > 0 and box[3] > 0:
+        return box if clip is None else intersect(clip, box)
+    return clip

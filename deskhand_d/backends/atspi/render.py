@@ -13,16 +13,27 @@ Mapping an element (see :mod:`.roles` for the role words and GTK quirks):
 
 * flags, in Sky's order: ``disabled`` (not sensitive), ``settable`` + ``string`` (editable
   text) or ``float`` (sliders, scroll bars, spin buttons), ``selected`` / ``selectable``
-  (rows, cells, tabs), ``expanded`` / ``collapsed``;
+  (rows, cells, tabs), ``expanded`` / ``collapsed`` (expanders, tree rows, menu buttons, and
+  a GTK 3 menu title or submenu item whose items are on screen);
 * label: the accessible name; without one, a static text's text or a scalar's value, bare;
 * ``Value:``: editable text, a value next to a name, ``1``/``0`` for check boxes, radio
-  buttons and switches (toggle buttons only when pressed in);
+  buttons, switches, check and radio menu items and anything else that says it can be checked
+  (toggle buttons only when pressed in); a caller may supply the ticks the toolkit does not
+  report (``checked``, see :mod:`.gmenu`);
+* ``Details:``: how many children are scrolled out of view (``120 more items scrolled out of
+  view (40 above, 80 below)``), so a list cut by its viewport never looks complete;
 * ``Secondary Actions:``: every action name except the one a click performs.
+
+Several windows: an application's surfaces (its window, a dialog, a popup) are rendered as
+top-level roots one after another in one numbering, the one the person deals with first; the
+``Window:`` line names that first one. This is how Sky already prints the menu bar after the
+window: a second root at depth 0.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import msgspec
 
@@ -30,7 +41,7 @@ from ..sim import texts
 from ..sim.ax import Element, element_line
 from . import roles
 from .model import Node, Ref
-from .roles import Role, State
+from .roles import MENU_PARENTS, Role, State
 
 DEFAULT_MAX_NODES = 5000
 
@@ -47,6 +58,11 @@ class Rendering(msgspec.Struct, frozen=True, kw_only=True):
     focus_index: int | None
     total: int  # nodes in the walked tree
     complete: bool  # False when the walk itself stopped early
+    roots: tuple[int, ...] = (0,)  # the index each surface starts at
+
+    def surface_of(self, index: int) -> int:
+        """Which surface (its position in :attr:`roots`) the element ``index`` belongs to."""
+        return max(i for i, start in enumerate(self.roots) if start <= index)
 
     @property
     def truncated(self) -> bool:
@@ -60,8 +76,35 @@ def format_value(value: float) -> str:
     return repr(value)
 
 
-def element_of(node: Node, parent: Node | None) -> Element:
-    """The simulator's element record for ``node`` (only what the line shows)."""
+def offscreen_note(clipped: Sequence[int]) -> str | None:
+    """``120 more items scrolled out of view (40 above, 80 below)`` from the counts
+    (above, below, left, right); None when nothing is. Pure."""
+    total = sum(clipped)
+    if total == 0:
+        return None
+    where = ", ".join(
+        f"{n} {side}"
+        for n, side in zip(clipped, ("above", "below", "to the left", "to the right"), strict=True)
+        if n
+    )
+    noun = "item" if total == 1 else "items"
+    return f"{total} more {noun} scrolled out of view ({where})"
+
+
+def _menu_open(node: Node, parent: Node | None) -> bool:
+    """A GTK 3 menu title or submenu item whose items are on screen (its menu is open)."""
+    return (
+        node.role == Role.MENU
+        and parent is not None
+        and parent.role in MENU_PARENTS
+        and bool(node.children)
+    )
+
+
+def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> Element:
+    """The simulator's element record for ``node`` (only what the line shows).
+
+    ``checked``: whether the item is ticked, when known from elsewhere than its states."""
     child_names = [c.name for c in node.children]
     label = roles.display_name(node.name, child_names)
     flags: list[str] = []
@@ -75,7 +118,7 @@ def element_of(node: Node, parent: Node | None) -> Element:
         flags.append("selected")
     elif node.has(State.SELECTABLE) and node.role in _SELECTABLE_ROLES:
         flags.append("selectable")
-    if node.has(State.EXPANDED):
+    if node.has(State.EXPANDED) or _menu_open(node, parent):
         flags.append("expanded")
     elif node.has(State.EXPANDABLE) or node.has(State.COLLAPSED):
         flags.append("collapsed")
@@ -94,12 +137,16 @@ def element_of(node: Node, parent: Node | None) -> Element:
             value = shown
         else:
             label = shown
-    if node.role in roles.CHECKABLE_ROLES:
-        value = "1" if node.has(State.CHECKED) else "0"
-    elif node.role == Role.TOGGLE_BUTTON and node.has(State.CHECKED):
-        value = "1"
+    pressed = node.has(State.CHECKED) or node.has(State.PRESSED)
+    if node.role == Role.TOGGLE_BUTTON:
+        if pressed:
+            value = "1"
+    elif node.role in roles.CHECKABLE_ROLES or node.has(State.CHECKABLE):
+        value = "1" if pressed else "0"
+    elif checked is not None:
+        value = "1" if checked else "0"
 
-    description = node.description.strip("\n")
+    description = node.description.strip()
     return Element(
         key="",
         role=roles.role_words(node.role, node.states, parent_role=parent.role if parent else -1),
@@ -107,29 +154,46 @@ def element_of(node: Node, parent: Node | None) -> Element:
         flags=tuple(flags),
         description=description if description and description != label else None,
         value=value,
+        details=offscreen_note(node.clipped),
         ident=node.accessible_id or None,
         actions=roles.secondary_actions(node.actions, node.role, node.states),
     )
 
 
-def render(window: Node, *, max_nodes: int = DEFAULT_MAX_NODES, complete: bool = True) -> Rendering:
-    """Number ``window``'s tree depth first from 0, stopping after ``max_nodes`` elements."""
+def render(
+    window: Node | Sequence[Node],
+    *,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    complete: bool = True,
+    checked: Mapping[Ref, bool] | None = None,
+) -> Rendering:
+    """Number the surfaces' trees depth first from 0, one root after another, stopping after
+    ``max_nodes`` elements. ``checked``: ticks known from elsewhere (see :func:`element_of`)."""
+    surfaces = [window] if isinstance(window, Node) else list(window)
+    if not surfaces:
+        raise ValueError("nothing to render")
     lines: list[str] = []
     refs: list[Ref] = []
     nodes: list[Node] = []
+    starts: list[int] = []
     focus: int | None = None
     total = 0
-    for depth, node, parent in window.walk():
-        total += 1
-        if len(lines) >= max_nodes:
-            continue
-        index = len(lines)
-        if focus is None and node.has(State.FOCUSED):
-            focus = index
-        lines.append("\t" * depth + element_line(index, element_of(node, parent), "en"))
-        refs.append(node.ref)
-        nodes.append(node)
-    title = roles.display_name(window.name) or window.name
+    ticks = checked or {}
+    for surface in surfaces:
+        starts.append(len(lines))
+        for depth, node, parent in surface.walk():
+            total += 1
+            if len(lines) >= max_nodes:
+                continue
+            index = len(lines)
+            if focus is None and node.has(State.FOCUSED):
+                focus = index
+            element = element_of(node, parent, ticks.get(node.ref))
+            lines.append("\t" * depth + element_line(index, element, "en"))
+            refs.append(node.ref)
+            nodes.append(node)
+    first = surfaces[0]
+    title = roles.display_name(first.name) or first.name
     return Rendering(
         title=title,
         lines=tuple(lines),
@@ -138,6 +202,7 @@ def render(window: Node, *, max_nodes: int = DEFAULT_MAX_NODES, complete: bool =
         focus_index=focus,
         total=total,
         complete=complete,
+        roots=tuple(min(start, max(len(lines) - 1, 0)) for start in starts),
     )
 
 

@@ -35,6 +35,7 @@ class Role(enum.IntEnum):
     PANEL = 39
     PASSWORD_TEXT = 40
     PROGRESS_BAR = 42
+    POPUP_MENU = 41
     PUSH_BUTTON = 43
     RADIO_BUTTON = 44
     RADIO_MENU_ITEM = 45
@@ -63,7 +64,9 @@ class State(enum.IntEnum):
     EXPANDED = 10
     FOCUSED = 12
     HORIZONTAL = 14
+    MODAL = 16
     MULTI_LINE = 17
+    PRESSED = 20
     SELECTABLE = 22
     SELECTED = 23
     SENSITIVE = 24
@@ -72,6 +75,7 @@ class State(enum.IntEnum):
     VERTICAL = 29
     VISIBLE = 30
     SELECTABLE_TEXT = 38
+    CHECKABLE = 41
     READ_ONLY = 43
 
 
@@ -229,6 +233,8 @@ _WORDS: Final[dict[int, str]] = {
     130: "switch",  # added after at-spi2-core 2.46 (there: "last defined")
 }
 
+#: Table, tree and list cells (GTK 3 gives them the same actions whatever they can do).
+_CELL_ROLES: Final = frozenset({56, 57, 58, 10, 47, 32, 91, 90})
 #: Roles whose checked state Sky shows as ``Value: 1`` / ``Value: 0``.
 CHECKABLE_ROLES: Final = frozenset(
     {
@@ -247,14 +253,22 @@ SETTABLE_VALUE_ROLES: Final = frozenset(
 WINDOW_ROLES: Final = frozenset({Role.FRAME, Role.DIALOG, Role.WINDOW, 2, 28, 89})
 
 
+#: Roles whose children are the items of an open menu.
+MENU_PARENTS: Final = frozenset({Role.MENU_BAR, Role.MENU, Role.POPUP_MENU})
+
+
 def role_words(role: int, states: int = 0, *, parent_role: int = -1) -> str:
     """What Sky would print for an element with this AT-SPI role, states and parent role.
 
-    Menus in a menu bar print with no role at all, as Sky prints menu-bar titles; text
-    objects depend on whether they are editable and single-line.
+    GTK 3 gives a menu's title and its items one object with the role ``menu``: in a menu bar
+    it is a ``menu bar item`` (macOS's word for a menu title, which a click opens), inside
+    another menu a ``menu item`` (the item that opens a submenu, as on macOS). Text objects
+    depend on whether they are editable and single-line.
     """
     if role == Role.MENU and parent_role == Role.MENU_BAR:
-        return ""
+        return "menu bar item"
+    if role == Role.MENU and parent_role in MENU_PARENTS:
+        return "menu item"
     if role == Role.TEXT:
         return text_role(states)
     return _WORDS.get(role, "unknown")
@@ -294,16 +308,25 @@ def primary_action(names: Sequence[str]) -> int | None:
 _LABEL_MENU_PREFIXES: Final = ("clipboard.", "selection.", "link.", "menu.popup")
 
 
+# GTK 3 gives every list and tree cell these actions; they do something only on a row that
+# can expand, or a cell that can be edited.
+_CELL_ACTIONS: Final = {"expand or contract": State.EXPANDABLE, "edit": State.EDITABLE}
+
+
 def secondary_actions(names: Sequence[str], role: int = -1, states: int = 0) -> tuple[str, ...]:
     """The action names listed as ``Secondary Actions``: all but the primary one (and, on a
-    label whose text is not selectable, none of GTK's label-menu actions)."""
+    label whose text is not selectable, none of GTK's label-menu actions; on a table cell,
+    neither expanding a row that cannot expand nor editing a cell that cannot be edited)."""
     primary = primary_action(names)
     inert = role == Role.LABEL and not has(states, State.SELECTABLE_TEXT)
-    return tuple(
-        n
-        for i, n in enumerate(names)
-        if i != primary and n and not (inert and n.startswith(_LABEL_MENU_PREFIXES))
-    )
+
+    def useless(name: str) -> bool:
+        if inert and name.startswith(_LABEL_MENU_PREFIXES):
+            return True
+        needs = _CELL_ACTIONS.get(name.casefold()) if role in _CELL_ROLES else None
+        return needs is not None and not has(states, needs)
+
+    return tuple(n for i, n in enumerate(names) if i != primary and n and not useless(n))
 
 
 # --- names ----------------------------------------------------------------------------------
@@ -324,17 +347,25 @@ def undoubled(name: str, child_names: Sequence[str]) -> str:
     child says ``"Go"``.
     """
     half, rest = divmod(len(name), 2)
-    if not rest or half == 0 or name[half] != " ":
-        return name
-    first, second = name[:half], name[half + 1 :]
-    if first == second and first in child_names:
-        return first
+    if rest and half and name[half] == " ":
+        first, second = name[:half], name[half + 1 :]
+        if first == second and first in child_names:
+            return first
+    # GTK 4 puts the label with its mnemonic first: "Save _As… Save As…", "_Retry Retry".
+    for child in child_names:
+        if child and name.endswith(" " + child):
+            first = name[: -len(child) - 1]
+            if "_" in first and first.replace("_", "") == child:
+                return child
     return name
 
 
 def display_name(name: str, child_names: Sequence[str] = ()) -> str:
-    """The label Sky would print for an element called ``name``."""
-    name = name.strip("\n")
+    """The label Sky would print for an element called ``name``.
+
+    Surrounding white space goes: GTK 3 pads menu item names with spaces where the shortcut
+    column would be (``"New      "``)."""
+    name = name.strip()
     if is_type_name(name):
         return ""
     return undoubled(name, child_names)

@@ -1,13 +1,20 @@
 """Reading a window's accessibility tree: live, concurrently, and from GTK 4's cache.
 
 What this owns: turning an object on the bus into a :class:`~.model.Node` tree, within a node
-budget, tolerating objects that vanish while it reads.
+budget, tolerating objects that vanish while it reads, and keeping to what is on screen.
 
 Theory of operation. A live walk reads each object with about five calls that do not depend on
-each other (properties, role, states, interfaces, children), issued together; children are
-read concurrently with their parent's details (actions, text, value), under a limit on calls in
-flight. Invisible children are dropped (see :func:`~.model.hidden`), and an object that
-disappears mid-walk (:class:`~.bus.Gone`) is simply not in the tree.
+each other (properties, role, states, interfaces, children) plus its rectangle, issued
+together; children are read concurrently with their parent's details (actions, text, value),
+under a limit on calls in flight. A child that is not on screen is dropped with its whole
+subtree before anything below it is read (see :mod:`.model`: invisible, not showing, no area,
+or scrolled out of view, the last counted on the parent), and an object that disappears
+mid-walk (:class:`~.bus.Gone`) is simply not in the tree.
+
+Rectangles are read in screen coordinates, so every object is measured from one origin: GTK 3
+answers screen coordinates correctly (its table cells answer nonsense for window ones), GTK 4
+answers window coordinates whatever is asked, which is the same origin for one window. Text is read up to the object's character count: GTK 3's table
+cells crash their application when asked for text past their end.
 
 GTK 4 creates its accessible objects lazily: ``org.a11y.atspi.Cache.GetItems`` lists only
 objects some client has already asked for, so the first walk of an application is always
@@ -26,17 +33,16 @@ from typing import Any, Final
 
 import trio
 
-from . import roles
+from . import model, roles
 from .bus import Bus, BusError, CallFailed, Gone, one_error
-from .model import ACCESSIBLE, ACTION, TEXT, VALUE, Node, Ref, hidden
+from .model import ACCESSIBLE, ACTION, COMPONENT, TEXT, VALUE, Box, Node, Ref
 from .roles import Role, State
 
 CACHE_PATH: Final = "/org/a11y/atspi/cache"
 CACHE_IFACE: Final = "org.a11y.atspi.Cache"
 DEFAULT_BUDGET: Final = 5000
 MAX_IN_FLIGHT: Final = 48
-# GetText's end offset: -1 gives "" on GTK 4, so ask for "as far as it goes".
-TEXT_END: Final = 0x7FFFFFFF
+SCREEN_COORDS: Final = 0  # AtspiCoordType
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +129,7 @@ class Walk:
     complete: bool = True
     vanished: int = 0
     window_showing: bool = False
+    box: Box | None = None  # the root's rectangle
     prefetched: dict[Ref, Basics] = field(default_factory=dict)
     facts: dict[Ref, Facts] = field(default_factory=dict)
 
@@ -207,8 +214,14 @@ class Walk:
                 else:
                     self.facts[ref] = Facts(b.role, b.interfaces, actions)
         if TEXT in b.interfaces and not (b.role == Role.LABEL and b.name):
+            # GetText(0, -1) gives "" on GTK 4, and an end past the text crashes GTK 3's
+            # table cells: ask for exactly the characters there are.
             async with self.limiter:
-                (text,) = await self.bus.call(ref, TEXT, "GetText", "ii", (0, TEXT_END))
+                count = int(await self.bus.get(ref, TEXT, "CharacterCount"))
+            text = ""
+            if count > 0:
+                async with self.limiter:
+                    (text,) = await self.bus.call(ref, TEXT, "GetText", "ii", (0, count))
         if VALUE in b.interfaces:
             async with self.limiter:
                 value = float(await self.bus.get(ref, VALUE, "CurrentValue"))
@@ -233,30 +246,66 @@ class Walk:
                     nursery.start_soon(one, ref)
         return any(roles.has(b.states, State.SHOWING) for b in self.prefetched.values())
 
-    async def node(self, ref: Ref, *, root: bool = False) -> Node | None:
-        """Read ``ref`` and its visible subtree; None when it vanished or is hidden."""
+    async def _box(self, ref: Ref, known: frozenset[str] | None) -> Box | None:
+        """The object's rectangle in screen coordinates; None when it has none."""
+        if known is not None and COMPONENT not in known:
+            return None
+        try:
+            async with self.limiter:
+                (box,) = await self.bus.call(ref, COMPONENT, "GetExtents", "u", (SCREEN_COORDS,))
+        except (Gone, CallFailed):  # no Component interface (or gone: basics will say)
+            return None
+        x, y, w, h = (int(v) for v in box)
+        return x, y, w, h
+
+    async def _read(self, ref: Ref) -> tuple[Basics, Box | None]:
+        """Basics and rectangle, read together."""
+        got: list[Box | None] = []
+        cached = self.cache.items.get(ref) if self.cache is not None else None
+        known = self.facts.get(ref)
+        ifaces = cached.interfaces if cached else (known.interfaces if known else None)
+
+        async def measure() -> None:
+            got.append(await self._box(ref, ifaces))
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(measure)
+                b = await self.basics(ref)
+        box = got[0] if got and COMPONENT in b.interfaces else None
+        return b, box
+
+    async def node(
+        self, ref: Ref, *, root: bool = False, clip: Box | None = None
+    ) -> tuple[Node | None, str]:
+        """Read ``ref`` and its on-screen subtree, and where it is: ``(node, SHOWN)``, or
+        ``(None, why)`` when it vanished, is hidden or lies outside ``clip`` (the visible
+        rectangle of the scrolled view around it)."""
         if self.seen >= self.budget:
             self.complete = False
-            return None
+            return None, model.NOT_DRAWN
         self.seen += 1
         try:
-            b = await self.basics(ref)
+            b, box = await self._read(ref)
         except (Gone, CallFailed):
             if root:
                 raise
             self.vanished += 1
-            return None
+            return None, model.NOT_DRAWN
         if root:
             self.window_showing = await self._showing_maintained(b)
-        elif hidden(b.states, window_showing=self.window_showing) or roles.has(
-            b.states, State.DEFUNCT
-        ):
-            return None
-        children: list[Node | None] = [None] * len(b.children)
+            self.box = box
+            inner = box if box is not None and box[2] > 0 and box[3] > 0 else None
+        else:
+            place = model.where(b.states, box, clip, window_showing=self.window_showing)
+            if place != model.SHOWN:
+                return None, place
+            inner = model.child_clip(b.role, box, clip)
+        children: list[tuple[Node | None, str]] = [(None, model.NOT_DRAWN)] * len(b.children)
         detail: list[tuple[tuple[str, ...], str | None, float | None]] = []
 
         async def child(i: int, child_ref: Ref) -> None:
-            children[i] = await self.node(child_ref)
+            children[i] = await self.node(child_ref, clip=inner)
 
         async def own() -> None:
             try:
@@ -270,17 +319,29 @@ class Walk:
                 for i, child_ref in enumerate(b.children):
                     nursery.start_soon(child, i, child_ref)
         actions, text, value = detail[0] if detail else ((), None, None)
-        return Node(
-            ref=ref,
-            role=b.role,
-            name=b.name,
-            description=b.description,
-            states=b.states,
-            interfaces=b.interfaces,
-            actions=actions,
-            text=text,
-            value=value,
-            children=tuple(c for c in children if c is not None),
+        places = model.resolve_sides([place for _, place in children])
+        clipped = (
+            places.count(model.ABOVE),
+            places.count(model.BELOW),
+            places.count(model.LEFT),
+            places.count(model.RIGHT),
+        )
+        return (
+            Node(
+                ref=ref,
+                role=b.role,
+                name=b.name,
+                description=b.description,
+                states=b.states,
+                interfaces=b.interfaces,
+                actions=actions,
+                text=text,
+                value=value,
+                box=box,
+                clipped=clipped,
+                children=tuple(c for c, _ in children if c is not None),
+            ),
+            model.SHOWN,
         )
 
 
@@ -305,5 +366,5 @@ async def read_tree(
 
     ``facts`` carries what never changes per object from one walk of an app to the next."""
     walk = Walk(bus, budget=budget, cache=cache, facts={} if facts is None else facts)
-    root = await walk.node(window, root=True)
+    root, _ = await walk.node(window, root=True)
     return root, walk
