@@ -273,7 +273,7 @@ Window: "Untitled 1 - Mousepad", App: Mousepad.
 \t\t\t7 separator
 \t\t8 menu bar item Help, Description: Help menu
 \t9 scroll area
-\t\t10 text entry area (settable, string) Value: 
+\t\t10 text entry area (settable, string) Value: hello
 """
 
 
@@ -296,3 +296,43 @@ def test_jev_reads_menus_and_offers_them() -> None:
     assert sky.elements[2].role == "" and sky.elements[2].label == "Calculator"
     rows = ax.parse('Window: "L", App: L.\n0 table\n\t1 cell (selectable) Latin\n')
     assert [c.element.index for c in ax.select_candidates(rows, "pick Latin").candidates] == [1]
+
+
+def test_gmenu_ticks_from_the_published_model() -> None:
+    """Mousepad's Document menu as org.gtk.Menus gives it (jeepney's variant tuples): a radio
+    group ticks the item whose target equals the state, a boolean action ticks when true."""
+    from deskhand_d.backends.atspi import gmenu
+
+    menus = {
+        (0, 0): [
+            {"label": ("s", "_File"), ":submenu": ("(uu)", (1, 0))},
+            {"label": ("s", "_Document"), ":submenu": ("(uu)", (1, 1))},
+        ],
+        (1, 0): [{"label": ("s", "_New"), "action": ("s", "win.file.new")}],
+        (1, 1): [
+            {"label": ("s", "_Word Wrap"), "action": ("s", "win.wrap")},
+            {":section": ("(uu)", (2, 0))},
+        ],
+        (2, 0): [{"label": ("s", "Tab _Size"), ":submenu": ("(uu)", (2, 1))}],
+        (2, 1): [
+            {"label": ("s", "_2"), "action": ("s", "win.tab-size"), "target": ("i", 2)},
+            {"label": ("s", "_8"), "action": ("s", "win.tab-size"), "target": ("i", 8)},
+            {"label": ("s", "Dark"), "action": ("s", "app.dark")},
+        ],
+    }
+    found = gmenu.ticks(menus, {"dark": True}, {"wrap": False, "tab-size": 8, "file.new": None})
+    assert found == {
+        ("Document", "Word Wrap"): False,
+        ("Document", "Tab Size", "2"): False,
+        ("Document", "Tab Size", "8"): True,
+        ("Document", "Tab Size", "Dark"): True,
+    }
+    assert gmenu.strip_mnemonic("Save __As") == "Save _As"
+    assert gmenu.object_path("org.xfce.mousepad") == "/org/xfce/mousepad"
+    assert gmenu.object_path("org.gnome.text-editor") == "/org/gnome/text_editor"
+    eight = node("/8", Role.MENU_ITEM, "8      ", states=SHOWING)
+    ticked = node("/c", Role.CHECK_MENU_ITEM, "Wrap", states=SHOWING)  # reports its own tick
+    sub = node("/t", Role.MENU, "Tab Size      ", eight, ticked, states=SHOWING)
+    bar = node("/bar", Role.MENU_BAR, "", node("/d", Role.MENU, "Document", sub))
+    window = node("/w", Role.FRAME, "M", bar, node("/x", Role.MENU_ITEM, "Not in a menu bar"))
+    assert gmenu.unknown_ticks([window]) == [((APP, "/8"), ("Document", "Tab Size", "8"))]

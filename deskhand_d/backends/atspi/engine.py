@@ -32,7 +32,7 @@ import trio
 from .. import surface
 from ..sim import texts
 from ..sim.engine import Outcome
-from . import actions, apps, render
+from . import actions, apps, gmenu, render
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
@@ -363,16 +363,29 @@ class Backend:
             raise ToolError(texts.NO_WINDOWS)
         if cache is None:
             self._walked.add(bus_name)
+        walked = [r for r in roots if r is not None]
         rendering = render.render(
-            [r for r in roots if r is not None],
+            walked,
             max_nodes=self.max_nodes,
             complete=all(complete),
+            checked=await self._menu_ticks(target, app, walked),
         )
         surfaces = tuple(Surface(refs[at], boxes[at] or (0, 0, 0, 0)) for at in shown)
         extents = union([s.extents for s in surfaces])
         session = Session(target, app, surfaces[0].ref, extents, rendering, surfaces)
         self.sessions[target.bundle_id] = session
         return session
+
+    async def _menu_ticks(
+        self, target: Target, app: RunningApp, roots: Sequence[Node]
+    ) -> dict[Ref, bool]:
+        """Ticks of the open menus' items that accessibility does not report, from the menus
+        the app publishes (see :mod:`.gmenu`); asked only while such an item is on screen."""
+        unknown = gmenu.unknown_ticks(roots)
+        if not unknown or app.pid is None:
+            return {}
+        found = await gmenu.read_ticks(self.env, [target.bundle_id], app.pid)
+        return {ref: found[path] for ref, path in unknown if path in found}
 
     async def _give_keyboard(self, session: Session) -> None:
         """Keys go wherever the X input focus is: ask the toolkit (AT-SPI) and the X server
