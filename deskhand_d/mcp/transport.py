@@ -6,6 +6,10 @@ backend's stderr may contain anything, so it never reaches info logs or clients)
 serialised. :meth:`ProcessTransport.aclose` follows the MCP stdio shutdown order: close stdin,
 wait, SIGTERM, wait, SIGKILL, each step bounded and shielded so a stuck child cannot hold the
 daemon up.
+
+Most backends are started with trio's ``open_process``; one asked to disclaim responsibility
+(Sky's jump host) goes through :mod:`deskhand_d.mcp.spawn`, whose process object offers the
+same small interface (:class:`ChildProcess`).
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 import trio
 
+from deskhand_d.mcp import spawn
 from deskhand_d.mcp.fastlock import FastLock
 from deskhand_d.mcp.framing import DEFAULT_MAX_LINE, FramingError, LineSplitter
 
@@ -29,6 +35,25 @@ READ_CHUNK = 256 * 1024
 STDIN_CLOSE_WAIT_S = 1.0
 TERM_WAIT_S = 2.0
 STDERR_TAIL_LINES = 20
+STDERR_FINISH_S = 0.5
+
+
+class ChildProcess(Protocol):
+    """What the transport needs of a child: ``trio.Process`` and ``spawn.SpawnedProcess``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    stdin: trio.abc.SendStream | None
+    stdout: trio.abc.ReceiveStream | None
+    stderr: trio.abc.ReceiveStream | None
+
+    async def wait(self) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +64,13 @@ class Eof:
 
 
 class ProcessTransport:
-    def __init__(self, process: trio.Process, *, max_line: int = DEFAULT_MAX_LINE) -> None:
+    def __init__(
+        self, process: ChildProcess, *, max_line: int = DEFAULT_MAX_LINE, responsibility: str = ""
+    ) -> None:
         self.process = process
+        # Whether macOS counts the child as its own responsible process (Sky's jump host).
+        self.responsibility = responsibility
+        self._stderr_done = trio.Event()
         self._max_line = max_line
         self._write_lock = FastLock()
         self._splitter = LineSplitter(max_line)
@@ -92,6 +122,12 @@ class ProcessTransport:
             return Eof(str(exc))
 
     async def run_stderr_drain(self) -> None:
+        try:
+            await self._drain_stderr()
+        finally:
+            self._stderr_done.set()
+
+    async def _drain_stderr(self) -> None:
         stderr = self.process.stderr
         splitter = LineSplitter(1 << 20)
         try:
@@ -130,13 +166,18 @@ class ProcessTransport:
             if proc.returncode is None:
                 _signal_group(proc, signal.SIGKILL)
                 await proc.wait()
+            # What a child said just before it died is the best clue doctor gets: let the
+            # drain read it to the end before its pipe is closed (bounded: a grandchild may
+            # still hold the pipe open).
+            with trio.move_on_after(STDERR_FINISH_S):
+                await self._stderr_done.wait()
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
                     await pipe.aclose()
         log.info("backend.stopped", pid=proc.pid, returncode=proc.returncode)
 
 
-def _signal_group(proc: trio.Process, sig: int) -> None:
+def _signal_group(proc: ChildProcess, sig: int) -> None:
     # The backend runs in its own session, so its helpers (e.g. a jump host) go with it.
     try:
         os.killpg(proc.pid, sig)
@@ -153,8 +194,15 @@ async def open_process(
     env: Mapping[str, str],
     cwd: str | None,
     max_line: int = DEFAULT_MAX_LINE,
+    disclaim: bool = False,
 ) -> ProcessTransport:
-    """Spawn the backend with pipes on all three standard streams."""
+    """Spawn the backend with pipes on all three standard streams, in its own session;
+    ``disclaim``: as its own responsible process where macOS allows it (:mod:`.spawn`)."""
+    if disclaim and spawn.supported():
+        started = spawn.spawn(argv, env, cwd, disclaim=True)
+        return ProcessTransport(
+            started.process, max_line=max_line, responsibility=started.responsibility
+        )
     process = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.PIPE,
@@ -164,4 +212,5 @@ async def open_process(
         cwd=cwd,
         start_new_session=True,
     )
-    return ProcessTransport(process, max_line=max_line)
+    note = "not disclaimed: no posix_spawn support for this platform" if disclaim else ""
+    return ProcessTransport(process, max_line=max_line, responsibility=note)
