@@ -39,6 +39,7 @@ class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 
 BackendKind = Literal["auto", "sky", "atspi", "sim", "command"]
+SkyRecipe = Literal["auto", "permissions_profile", "config_override", "sandbox_state"]
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -55,6 +56,9 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """Path of SkyComputerUseClient; empty means search the usual places."""
     codex: str = ""
     """Path of a signed ``codex`` used as the jump host for Sky; empty means search."""
+    sky_recipe: SkyRecipe = "auto"
+    """Which ``codex sandbox`` command line starts Sky (see ``deskhand_d.backends.skylaunch``);
+    ``auto`` tries them in order, the one that last worked first."""
 
 
 class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -139,6 +143,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "DESKHAND_BACKEND": ("backend", "kind", str),
     "DESKHAND_BACKEND_COMMAND": ("backend", "command", _json_argv),
     "DESKHAND_CALL_TIMEOUT_S": ("backend", "call_timeout_s", _number),
+    "DESKHAND_SKY_RECIPE": ("backend", "sky_recipe", str),
     # The predecessor's name is accepted too; DESKHAND_MODE wins when both are set.
     "JEV_CUA_MODE": ("native", "default_mode", str),
     "DESKHAND_MODE": ("native", "default_mode", str),

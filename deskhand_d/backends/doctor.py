@@ -1,18 +1,21 @@
 """Diagnosis of a backend without touching the desktop. Pure.
 
-``doctor`` only ever runs the MCP handshake (``initialize`` + ``tools/list``), never a tool
-call. From that and from what the backend said earlier (stderr, exit status, the last error
-result) it reports how the advertised tool surface differs from what Deskhand expects, and
-recognises Sky's known failure texts, each with one line saying what to do.
+``doctor`` runs the MCP handshake (``initialize`` + ``tools/list``) and, for Sky, one read-only
+tool call (``list_apps``), never an action. From what the backend said (stderr, how its process
+ended, the probe's result or the last error result) it reports how the advertised tool surface
+differs from what Deskhand expects, and recognises each known way Sky fails, each with what to
+do about it (:data:`KNOWN_FAILURES` for texts, :func:`exit_findings` for how a process ended,
+:func:`runtime_finding` for a runtime that is not installed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from deskhand_d.backends import surface
+from deskhand_d.backends.skylaunch import SANDBOX_ABORT_STATUSES
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,42 +31,82 @@ class Finding:
     remedy: str
 
 
+PERMISSIONS: Final = (
+    "System Settings → Privacy & Security → Accessibility, and → Screen & System Audio "
+    "Recording (Screen Recording before macOS 15): turn on Codex Computer Use in both (never "
+    "Python or the terminal)"
+)
+CRASH_REPORTS: Final = (
+    "Console → Crash Reports (or ~/Library/Logs/DiagnosticReports): the newest "
+    "SkyComputerUseClient report says 'Launch Constraint Violation' when this is the cause"
+)
+
 # (code, substrings any of which identifies it, remedy). Texts are Sky's; remedies are ours.
 KNOWN_FAILURES: Final = (
     (
         "not_authenticated",
         ("Sender process is not authenticated",),
-        "Sky only serves tool calls to a signed parent: start it through a signed codex "
-        "(backend.codex / DESKHAND_CODEX), not directly.",
+        "Sky refused the tool call because it does not trust the program that started it: "
+        "that must be a codex signed by OpenAI. Point backend.codex at the codex inside "
+        "ChatGPT.app or Codex.app (not Homebrew's), check that the jump host line says "
+        "disclaimed, then run doctor again.",
     ),
     (
         "launch_constraint",
         ("Launch Constraint Violation", "launch constraint", "LAUNCH_CONSTRAINT"),
-        "macOS refused to run the Sky client from here: use the copy inside the installed "
-        "Codex Computer Use app, not a moved or copied one.",
+        "macOS refused to run the Sky client from here: it runs only from its place inside the "
+        "installed Codex Computer Use app, under an OpenAI-signed parent. Reinstall or update "
+        f"ChatGPT or Codex, keep backend.codex on the codex shipped with it; see {CRASH_REPORTS}.",
     ),
     (
         "permissions_pending",
         ("Computer Use permissions are still pending",),
-        "Finish granting Accessibility and Screen Recording in the Computer Use window, then "
-        "try again.",
+        "Finish granting Accessibility and Screen Recording to Codex Computer Use in its "
+        "window, then run doctor again.",
     ),
     (
         "permissions_missing",
         ("Computer Use permissions are not granted",),
-        "Grant Accessibility and Screen Recording to Codex Computer Use in System Settings → "
-        "Privacy & Security.",
+        f"Codex Computer Use needs two grants: {PERMISSIONS}; then run doctor again.",
+    ),
+    (
+        "mac_locked",
+        ("The Mac is locked",),
+        "The Mac is locked and Sky does not act on a locked screen: unlock it, then run doctor "
+        "again.",
+    ),
+    (
+        "turn_ended",
+        ("because the current turn ended",),
+        "Sky answers every call with 'turn ended' until its client starts afresh: run "
+        "`deskhandctl shutdown` (the daemon and its Sky client start again with the next "
+        "command), then run doctor again.",
     ),
     (
         "translocated",
-        ("Apple event error -1708",),
-        "The Computer Use app runs from a quarantined or translocated copy: move it to its "
-        "installed location and open it once.",
+        ("Apple event error -1708", "error -1708"),
+        "Sky's service runs from a quarantined or translocated copy, which macOS keeps from "
+        "answering: quit Codex Computer Use, let ChatGPT or Codex install Computer Use in its "
+        "own place (never open a copy from Downloads or a disk image), open it once, then run "
+        "doctor again.",
     ),
     (
         "version_mismatch",
         ("version mismatch",),
         "Relaunch the ChatGPT or Codex app so the Computer Use client and service match.",
+    ),
+    (
+        "runtime_missing",
+        ("its runtime app is missing",),
+        "Sky says its service app is not running or not installed: open ChatGPT or Codex "
+        "(the Computer Use service starts with it), then run doctor again; if it keeps saying "
+        "so, relaunch ChatGPT.",
+    ),
+    (
+        "computer_use_disabled",
+        ("Computer Use is disabled by your configuration",),
+        "Computer Use is turned off in ChatGPT or Codex: turn it on in their settings, then "
+        "run doctor again.",
     ),
 )
 
@@ -81,6 +124,83 @@ def findings(texts: Iterable[str]) -> list[Finding]:
                 seen.add(code)
                 out.append(Finding(code=code, evidence=_excerpt(text, hit), remedy=remedy))
     return out
+
+
+def exit_findings(returncode: int | None, recipe: str = "", choice: str = "") -> list[Finding]:
+    """What the way Sky's jump host ended before its handshake says (nothing for others).
+
+    A launch-constraint kill leaves no text behind, only SIGKILL (-9 from the process itself,
+    137 from a parent that reports it like a shell); the sandbox's abort is exit 134.
+    """
+    if returncode in (-9, 137):
+        return [
+            Finding(
+                code="launch_constraint",
+                evidence=f"the Sky client was killed with SIGKILL before its handshake "
+                f"(exit {returncode})",
+                remedy="macOS kills the client like this when its launch constraint is "
+                f"violated. Look at {CRASH_REPORTS}. Then reinstall or update ChatGPT or Codex "
+                "so the client is back inside Codex Computer Use.app, and keep backend.codex on "
+                "the codex shipped with it.",
+            )
+        ]
+    if returncode in SANDBOX_ABORT_STATUSES:
+        pinned = choice == "pinned"
+        how = (
+            f"backend.sky_recipe pins {recipe}: set it to auto (or permissions_profile)"
+            if pinned
+            else "leave backend.sky_recipe at auto"
+        )
+        return [
+            Finding(
+                code="sandbox_abort",
+                evidence=f"codex's sandbox stopped the Sky client (exit {returncode})",
+                remedy=f"This codex ran the client in its read-only sandbox: {how}, update "
+                "ChatGPT or Codex, then run doctor again.",
+            )
+        ]
+    return []
+
+
+def recipe_finding(recipe: str, choice: str, detail: str) -> Finding:
+    """The jump host refused the command line of a recipe and no other was tried."""
+    if choice == "pinned":
+        how = f"backend.sky_recipe pins {recipe}: set it to auto so Deskhand tries the others"
+    else:
+        how = "update ChatGPT or Codex (every recipe Deskhand knows was refused)"
+    return Finding(code="recipe_refused", evidence=f"{recipe}: {detail}", remedy=f"{how}.")
+
+
+def runtime_finding(data: Mapping[str, Any]) -> Finding | None:
+    """Every missing part of Sky's runtime, named, from a ``runtime_missing`` refusal."""
+    missing = data.get("missing")
+    if data.get("reason") != "runtime_missing" or not isinstance(missing, list):
+        return None
+    named: list[str] = []
+    fixes: list[str] = []
+    for item in missing:
+        if not isinstance(item, dict):
+            continue
+        where = " or ".join(str(p) for p in item.get("paths", []))
+        named.append(f"{item.get('what', '?')}: {where}")
+        fixes.append(str(item.get("fix", "")))
+    return Finding(
+        code="runtime_missing",
+        evidence="not found: " + "; ".join(named),
+        remedy="; ".join(f for f in fixes if f) + ".",
+    )
+
+
+def hung_finding(tool: str, waited_s: float) -> Finding:
+    """A probe call that got no answer: Sky waits on macOS, or on a parent it does not trust."""
+    return Finding(
+        code="call_hung",
+        evidence=f"{tool} got no answer within {waited_s:g} s",
+        remedy="Sky hangs like this while macOS waits for an Automation (Apple Events) answer, "
+        "or on some Macs when its parent is not trusted: look for a prompt on screen, allow "
+        "codex to control Codex Computer Use in System Settings → Privacy & Security → "
+        "Automation, check that backend.codex is OpenAI's codex, then run doctor again.",
+    )
 
 
 def _excerpt(text: str, needle: str, width: int = 160) -> str:

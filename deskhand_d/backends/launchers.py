@@ -2,11 +2,14 @@
 
 Pure apart from looking at the file system. Sky needs care (see the Sky protocol notes):
 ``SkyComputerUseClient mcp`` only accepts tool calls when its parent process is signed by
-OpenAI, so it is started behind a signed ``codex`` as a jump host
-(``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``), from
-``$CODEX_HOME/computer-use`` when that exists. Every backend gets the daemon's environment
-minus every secret (:mod:`deskhand_d.childenv`): a backend has no business with them.
-``secrets`` below are the configured secret variable *names* (``secrets.redact_env``).
+OpenAI, so it is started behind a signed ``codex`` as a jump host, from
+``$CODEX_HOME/computer-use``, with one of the command lines in
+:mod:`deskhand_d.backends.skylaunch` (the predecessor's ``codex sandbox -P :danger-full-access
+--allow-unix-socket <IPC dir> <client> mcp`` first), spawned as its own responsible process
+where macOS allows it. Every part of Sky's runtime that is missing is named in the refusal.
+Every backend gets the daemon's environment minus every secret (:mod:`deskhand_d.childenv`):
+a backend has no business with them. ``secrets`` below are the configured secret variable
+*names* (``secrets.redact_env``).
 
 ``auto`` never lets the simulator pass for a real desktop. It picks the simulator only where
 there is no desktop session at all (no ``DISPLAY``, ``WAYLAND_DISPLAY`` or session bus: a
@@ -18,25 +21,25 @@ refuses with the fix (:class:`~deskhand_d.errors.DesktopUnreachable`, or Sky's o
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from deskhand_d.backends import deskcheck, desktop
+import structlog
+
+from deskhand_d import paths
+from deskhand_d.backends import deskcheck, desktop, skylaunch
+from deskhand_d.backends.skylaunch import codex_home
 from deskhand_d.childenv import child_env
 from deskhand_d.config import BackendConfig
 from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 from deskhand_d.mcp.connection import LaunchSpec
 
-_CLIENT_IN_APP = (
-    "Codex Computer Use.app/Contents/SharedSupport/SkyComputerUseClient.app/"
-    "Contents/MacOS/SkyComputerUseClient"
-)
+log = structlog.get_logger("deskhand.backend")
 
-
-def codex_home(env: Mapping[str, str]) -> Path:
-    return Path(env.get("CODEX_HOME") or Path(env.get("HOME") or "~").expanduser() / ".codex")
+_CLIENT_IN_APP = skylaunch.CLIENT_IN_APP
 
 
 def sky_client_candidates(env: Mapping[str, str]) -> list[Path]:
@@ -91,38 +94,58 @@ def find_first(
 
 
 def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:
+    """Sky behind the signed codex: the first recipe to try, the others as its fallbacks."""
     explicit = env.get("DESKHAND_SKY_CLIENT") or cfg.sky_client  # environment wins
-    client = Path(explicit) if explicit else find_first(sky_client_candidates(env))
-    if client is None or not _is_executable(client):
-        raise BackendUnavailable(
-            "Sky (SkyComputerUseClient) was not found; install the Codex Computer Use plugin, "
-            "or point DESKHAND_SKY_CLIENT / backend.sky_client at it",
-            data={"backend": "sky"},
-        )
+    searched = [Path(explicit)] if explicit else sky_client_candidates(env)
+    client = find_first(searched)
     override = env.get("DESKHAND_CODEX") or cfg.codex
-    codex = Path(override) if override else find_first(codex_candidates())
-    if codex is None or not _is_executable(codex):
+    codex_searched = [Path(override)] if override else codex_candidates()
+    codex = find_first(codex_searched)
+    runtime, missing = skylaunch.check_runtime(
+        client,
+        searched,
+        codex,
+        codex_searched,
+        skylaunch.ipc_dir(env),
+        skylaunch.working_dir(cfg.cwd, env),
+    )
+    if runtime is None:
         raise BackendUnavailable(
-            "no signed codex was found to start Sky from (Sky refuses tool calls from unsigned "
-            "parents); install ChatGPT or Codex, or point DESKHAND_CODEX / backend.codex at it",
-            data={"backend": "sky"},
+            "Sky cannot start, its runtime is incomplete: "
+            + "; ".join(f"{m.describe()}: {m.fix}" for m in missing),
+            data={
+                "backend": "sky",
+                "reason": "runtime_missing",
+                "missing": [m.to_data() for m in missing],
+            },
         )
-    cwd = cfg.cwd or str(codex_home(env) / "computer-use")
-    argv = (
-        str(codex),
-        "sandbox",
-        "-c",
-        'sandbox_mode="danger-full-access"',
-        "--",
-        str(client),
-        "mcp",
-    )
-    return LaunchSpec(
-        kind="sky",
-        argv=argv,
-        env=child_env(env, secrets),
-        cwd=cwd if Path(cwd).is_dir() else None,
-    )
+    memory = skylaunch.RecipeMemory(paths.state_dir(dict(env)) / skylaunch.MEMORY_NAME)
+    remembered = memory.read(runtime.codex) if cfg.sky_recipe == "auto" else ""
+    names, choice = skylaunch.order(cfg.sky_recipe, remembered)
+
+    def remember(recipe: str) -> None:
+        if cfg.sky_recipe != "auto":
+            return  # a pinned recipe is the person's choice, not something learnt
+        try:
+            memory.write(runtime.codex, recipe)
+        except OSError as exc:
+            log.warning("backend.recipe_not_remembered", path=str(memory.path), error=str(exc))
+
+    specs = [
+        LaunchSpec(
+            kind="sky",
+            argv=skylaunch.argv(name, runtime),
+            env=child_env(env, secrets),
+            cwd=str(runtime.cwd),
+            recipe=name,
+            recipe_choice=choice,
+            refusal=skylaunch.refusal,
+            remember=remember,
+            disclaim=True,
+        )
+        for name in names
+    ]
+    return dataclasses.replace(specs[0], fallbacks=tuple(specs[1:]))
 
 
 def _bundled_spec(
@@ -190,7 +213,7 @@ def resolve(
         except BackendUnavailable as exc:
             # A Mac with a person at it is a desktop session: no stand-in for it.
             raise BackendUnavailable(
-                f"{exc.message}. {desktop.USE_SIM}", data={"backend": "auto -> sky"}
+                f"{exc.message}. {desktop.USE_SIM}", data={**exc.data, "backend": "auto -> sky"}
             ) from None
     if not desktop.session_present(env):
         return sim_spec(

@@ -41,7 +41,13 @@ from deskhand_d.errors import (
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
 from deskhand_d.mcp.fastlock import FastLock
-from deskhand_d.mcp.info import ApprovalCallback, CallResult, LaunchSpec, ServerInfo
+from deskhand_d.mcp.info import (
+    ApprovalCallback,
+    CallResult,
+    LaunchSpec,
+    RecipeAttempt,
+    ServerInfo,
+)
 from deskhand_d.mcp.process import Died, PendingCall, Process
 from deskhand_d.mcp.results import Kind, classify
 from deskhand_d.mcp.session import ErrorResponse, Response, ServerRequest
@@ -80,6 +86,11 @@ class BackendConnection:
         self.last_stderr: list[str] = []
         self.last_returncode: int | None = None
         self.last_error_text = ""
+        # How the last start went, recipe by recipe (Sky), which spec runs, and whether macOS
+        # counts it as its own responsible process.
+        self.attempts: list[RecipeAttempt] = []
+        self.started_spec: LaunchSpec | None = None
+        self.responsibility = ""
 
     # ----- life cycle -----------------------------------------------------------------------
 
@@ -110,10 +121,54 @@ class BackendConnection:
         return self.launch
 
     async def _start(self) -> Process:
-        spec = self.resolve_launch()
+        """Start the backend; for a backend with several recipes (Sky), try the next one only
+        when the previous one was recognisably refused before its handshake finished."""
+        first = self.resolve_launch()
+        chain = (first, *first.fallbacks)
+        self.attempts = []
+        for n, spec in enumerate(chain):
+            self.last_returncode, self.last_stderr = None, []
+            try:
+                proc = await self._start_one(spec)
+            except BackendUnavailable as exc:
+                why = spec.refusal(self.last_returncode, self.last_stderr) if spec.refusal else ""
+                if why and n + 1 < len(chain):
+                    self.attempts.append(RecipeAttempt(spec.recipe, "refused", why))
+                    log.warning(
+                        "backend.recipe_refused",
+                        backend=spec.kind,
+                        recipe=spec.recipe,
+                        reason=why,
+                        next=chain[n + 1].recipe,
+                    )
+                    continue
+                self.attempts.append(RecipeAttempt(spec.recipe, "failed", why or exc.message))
+                raise
+            except BaseException as exc:
+                detail = getattr(exc, "message", "") or type(exc).__name__
+                self.attempts.append(RecipeAttempt(spec.recipe, "failed", detail))
+                raise
+            self.attempts.append(RecipeAttempt(spec.recipe, "ok"))
+            self.started_spec = spec
+            if spec.recipe:
+                log.info(
+                    "backend.recipe",
+                    backend=spec.kind,
+                    recipe=spec.recipe,
+                    choice=first.recipe_choice,
+                    tried=[a.recipe for a in self.attempts],
+                )
+                if spec.remember is not None:
+                    spec.remember(spec.recipe)
+            return proc
+        raise AssertionError("unreachable: the last recipe either started or raised")
+
+    async def _start_one(self, spec: LaunchSpec) -> Process:
         try:
             with trio.fail_after(self.start_timeout_s):
-                transport = await open_process(spec.argv, env=spec.env, cwd=spec.cwd)
+                transport = await open_process(
+                    spec.argv, env=spec.env, cwd=spec.cwd, disclaim=spec.disclaim
+                )
         except trio.TooSlowError:
             raise BackendTimeout(
                 "starting the backend took too long", data={"phase": "start"}
@@ -128,7 +183,16 @@ class BackendConnection:
         proc = Process(transport)
         if spec.notice:
             log.info("backend.notice", backend=spec.kind, notice=spec.notice)
-        log.info("backend.started", backend=spec.kind, pid=transport.pid)
+        self.responsibility = transport.responsibility
+        if transport.responsibility:
+            log.info(
+                "backend.started",
+                backend=spec.kind,
+                pid=transport.pid,
+                responsibility=transport.responsibility,
+            )
+        else:
+            log.info("backend.started", backend=spec.kind, pid=transport.pid)
         await self._nursery.start(self._run_process, proc)
         try:
             proc.info = await self._initialize(proc)

@@ -128,12 +128,17 @@ class Process:
             # A short grace before arming: back-to-back calls then never wake us, and
             # claiming the role costs them nothing (no cancellation, no fd re-registration).
             await trio.sleep(IDLE_ARM_DELAY_S)
+            if self.dead is not None:
+                return  # stopping: the pipes are being closed, there is nothing to watch
             with trio.CancelScope() as scope:
                 self.idle_scope = scope
                 # A call may hold the role now; checking here, with no checkpoint before the
                 # wait registers, leaves no gap for it to start reading meanwhile.
                 if self.idle_ok.is_set():
-                    await trio.lowlevel.wait_readable(self.transport.stdout_fd)
+                    try:
+                        await trio.lowlevel.wait_readable(self.transport.stdout_fd)
+                    except trio.ClosedResourceError:
+                        return  # closed by a stop while we waited
                     async with self.read_lock.hold():
                         if self.idle_ok.is_set():
                             await self.read_once()

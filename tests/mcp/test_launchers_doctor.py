@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deskhand_d import config
-from deskhand_d.backends import a11ybus, desktop, doctor, launchers, surface
+from deskhand_d.backends import a11ybus, desktop, doctor, launchers, skylaunch, surface
 from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 
 
@@ -173,14 +173,50 @@ def test_probe_names_what_is_missing(tmp_path: Path) -> None:
     assert "at-spi-bus-launcher" in a11y.fix
 
 
-def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> None:
-    """Sky is started behind codex sandbox from $CODEX_HOME/computer-use."""
-    home = tmp_path / "codex"
-    client = _exe(home / "computer-use" / launchers._CLIENT_IN_APP)
+def _sky_home(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
+    """A complete Sky runtime under ``tmp_path`` (placeholders, never run): env, client, codex."""
+    home = tmp_path / "home"
+    codex_home = home / ".codex"
+    client = _exe(codex_home / "computer-use" / launchers._CLIENT_IN_APP)
     codex = _exe(tmp_path / "bin" / "codex")
-    env = {"CODEX_HOME": str(home), "DESKHAND_CODEX": str(codex), "TYPESAFE_API_KEY": "k"}
+    (home / "Library" / "Group Containers" / skylaunch.SKY_TEAM_CONTAINER / "IPC").mkdir(
+        parents=True
+    )
+    env = {
+        "HOME": str(home),
+        "CODEX_HOME": str(codex_home),
+        "DESKHAND_CODEX": str(codex),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "TYPESAFE_API_KEY": "k",
+    }
+    return env, client, codex
+
+
+def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> None:
+    """Sky is started behind codex sandbox from $CODEX_HOME/computer-use, with the
+    predecessor's -P recipe first and the other two as fallbacks, as its own responsible
+    process where macOS allows it."""
+    env, client, codex = _sky_home(tmp_path)
+    ipc = Path(env["HOME"]) / "Library" / "Group Containers" / skylaunch.SKY_TEAM_CONTAINER
     spec = launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
     assert spec.argv == (
+        str(codex),
+        "sandbox",
+        "-P",
+        ":danger-full-access",
+        "--allow-unix-socket",
+        str(ipc / "IPC"),
+        str(client),
+        "mcp",
+    )
+    assert spec.cwd == str(Path(env["CODEX_HOME"]) / "computer-use")
+    assert (spec.recipe, spec.recipe_choice, spec.disclaim) == (
+        "permissions_profile",
+        "default",
+        True,
+    )
+    assert [f.recipe for f in spec.fallbacks] == ["config_override", "sandbox_state"]
+    assert spec.fallbacks[0].argv == (
         str(codex),
         "sandbox",
         "-c",
@@ -189,8 +225,68 @@ def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> N
         str(client),
         "mcp",
     )
-    assert spec.cwd == str(home / "computer-use")
-    assert "TYPESAFE_API_KEY" not in spec.env and spec.env["CODEX_HOME"] == str(home)
+    assert all(f.cwd == spec.cwd and f.disclaim for f in spec.fallbacks)
+    assert "TYPESAFE_API_KEY" not in spec.env and spec.env["CODEX_HOME"] == env["CODEX_HOME"]
+
+
+def test_sky_recipe_order_memory_and_pin(tmp_path: Path) -> None:
+    """What worked is remembered per codex and goes first; a pin is the only recipe tried and
+    is never written to the memory."""
+    env, _, codex = _sky_home(tmp_path)
+    spec = launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
+    assert spec.remember is not None
+    spec.remember("sandbox_state")
+    again = launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
+    assert again.recipe == "sandbox_state" and again.recipe_choice == "remembered"
+    assert [f.recipe for f in again.fallbacks] == ["permissions_profile", "config_override"]
+    memory = skylaunch.RecipeMemory(tmp_path / "state" / "deskhand" / skylaunch.MEMORY_NAME)
+    assert memory.read(codex) == "sandbox_state" and memory.read(tmp_path / "other") == ""
+    pinned = launchers.resolve(
+        _cfg(DESKHAND_BACKEND="sky", DESKHAND_SKY_RECIPE="config_override"), env
+    )
+    assert (pinned.recipe, pinned.recipe_choice, pinned.fallbacks) == (
+        "config_override",
+        "pinned",
+        (),
+    )
+    assert pinned.remember is not None
+    pinned.remember("config_override")
+    assert memory.read(codex) == "sandbox_state"
+    with pytest.raises(config.ConfigError, match="sky_recipe"):
+        _cfg(DESKHAND_SKY_RECIPE="-c")
+
+
+@pytest.mark.parametrize(
+    ("status", "stderr", "refused"),
+    [
+        (2, ["error: unexpected argument '-P' found", "", "Usage: codex sandbox"], True),
+        (134, [], True),  # the sandbox aborted the client, reported like a shell does
+        (-6, [], True),
+        (137, [], False),  # a SIGKILL is not about the command line
+        (-9, [], False),
+        (1, ["panicked at something else"], False),
+        (0, [], False),
+        (None, [], False),  # still running: a hang, not a refusal
+    ],
+)
+def test_what_counts_as_a_refused_recipe(
+    status: int | None, stderr: list[str], refused: bool
+) -> None:
+    """Only a rejected command line or the sandbox's abort moves on to the next recipe."""
+    assert bool(skylaunch.refusal(status, stderr)) is refused
+
+
+def test_exit_statuses_are_explained() -> None:
+    """SIGKILL (from the client or as a parent reports it) is a launch constraint with the
+    crash-report hint; 134 is the sandbox, whose fix depends on a pin; others say nothing."""
+    for status in (-9, 137):
+        (found,) = doctor.exit_findings(status)
+        assert found.code == "launch_constraint" and "DiagnosticReports" in found.remedy
+    (pinned,) = doctor.exit_findings(134, "config_override", "pinned")
+    assert pinned.code == "sandbox_abort" and "pins config_override" in pinned.remedy
+    (auto,) = doctor.exit_findings(-6, "config_override", "default")
+    assert "leave backend.sky_recipe at auto" in auto.remedy
+    assert doctor.exit_findings(1) == doctor.exit_findings(None) == []
 
 
 def test_auto_on_macos_without_sky_refuses_instead_of_simulating(tmp_path: Path) -> None:
@@ -201,15 +297,28 @@ def test_auto_on_macos_without_sky_refuses_instead_of_simulating(tmp_path: Path)
             _cfg(), {"CODEX_HOME": str(tmp_path), "HOME": str(tmp_path)}, platform="darwin"
         )
     assert caught.value.code == "backend_unavailable"
-    assert "not found" in caught.value.message and 'backend.kind = "sim"' in caught.value.message
+    message = caught.value.message
+    assert "runtime is incomplete" in message and 'backend.kind = "sim"' in message
+    assert len(caught.value.data["missing"]) == 4  # client, codex, IPC folder, working dir
 
 
 def test_sky_without_signed_codex_is_refused(tmp_path: Path) -> None:
     """A Sky client without a signed codex parent is not started (every call would fail)."""
-    client = _exe(tmp_path / "Sky")
-    env = {"DESKHAND_SKY_CLIENT": str(client), "DESKHAND_CODEX": str(tmp_path / "missing")}
-    with pytest.raises(BackendUnavailable, match="signed codex"):
+    env, _, _ = _sky_home(tmp_path)
+    env["DESKHAND_CODEX"] = str(tmp_path / "missing")
+    with pytest.raises(BackendUnavailable, match="signed codex") as caught:
         launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
+    data = caught.value.data
+    assert data["reason"] == "runtime_missing"
+    assert data["missing"] == [
+        {
+            "what": "a signed codex to start Sky from",
+            "paths": [str(tmp_path / "missing")],
+            "fix": data["missing"][0]["fix"],
+        }
+    ]
+    found = doctor.runtime_finding(data)
+    assert found is not None and str(tmp_path / "missing") in found.evidence
 
 
 def test_schema_differences() -> None:
@@ -252,6 +361,21 @@ def test_schema_differences() -> None:
         (
             "Computer Use permissions are still pending. The user has not finished granting",
             "permissions_pending",
+        ),
+        ("Computer Use server error -10020: The Mac is locked and automatic unlock", "mac_locked"),
+        (
+            "Computer Use server error -10021: Computer Use is unavailable because the current "
+            "turn ended.",
+            "turn_ended",
+        ),
+        ("Apple event error -1708: Unknown error", "translocated"),
+        (
+            "Computer Use server error -10009: Computer Use permissions are not granted",
+            "permissions_missing",
+        ),
+        (
+            "Computer Use could not start because its runtime app is missing. Try again",
+            "runtime_missing",
         ),
     ],
 )
