@@ -76,7 +76,7 @@ def run(session: Session, args: Args) -> int:
         result = session.request("shutdown")
         return _show(args, result, lambda _: render.shutting_down(session.welcome))
     if name == "doctor":
-        result = session.request("doctor")
+        result = session.request("doctor", **request_fields(leaf(name), args.params))
         _show(args, result, deskview.doctor)
         return OK if deskview.healthy(result) else DAEMON_ERROR
     command = leaf(name)

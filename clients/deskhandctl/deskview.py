@@ -65,18 +65,54 @@ def checks(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+_CHOICE = {
+    "default": "the default order",
+    "remembered": "the one that last worked here, first",
+    "pinned": "pinned by backend.sky_recipe",
+}
+_PROBE = {"ok": "ok", "failed": "FAILED", "not_checked": "not checked"}
+
+
+def launch_lines(result: dict[str, Any]) -> list[str]:
+    """Sky's lines in ``doctor``: the jump host's recipe, each one tried, responsibility, and
+    the read-only call that proves the action path."""
+    lines = []
+    if result.get("recipe"):
+        why = _CHOICE.get(str(result.get("recipe_choice")), "?")
+        lines.append(f"recipe:     {result['recipe']} ({why})")
+        tried = [a for a in result.get("attempts") or [] if isinstance(a, dict)]
+        if len(tried) > 1 or any(a.get("outcome") != "ok" for a in tried):
+            for a in tried:
+                detail = f": {a['detail']}" if a.get("detail") else ""
+                lines.append(f"  tried {a.get('recipe', '?')}: {a.get('outcome', '?')}{detail}")
+    if result.get("responsibility"):
+        lines.append(f"jump host:  {result['responsibility']}")
+    probe = result.get("probe")
+    if isinstance(probe, dict):
+        shown = _PROBE.get(str(probe.get("status")), "?")
+        lines.append(f"action:     {shown}: {probe.get('detail', '')}")
+    return [render.printable(line) for line in lines]
+
+
 def doctor(result: dict[str, Any]) -> str:
-    """``render.doctor`` followed by the desktop lines."""
-    return "\n".join([render.doctor(result), *checks(result)])
+    """``render.doctor`` with Sky's launch lines before the problems, then the desktop lines."""
+    lines = render.doctor(result).split("\n")
+    at = next((i for i, old in enumerate(lines) if old.startswith("problem:")), len(lines))
+    lines[at:at] = launch_lines(result)
+    return "\n".join([*lines, *checks(result)])
 
 
 def healthy(result: dict[str, Any]) -> bool:
-    """A working handshake, nothing found, the expected surface and no failed desktop check."""
+    """A working handshake, nothing found, the expected surface, no failed desktop check, and
+    (Sky) a read-only call that got through."""
     failed = any(
         isinstance(c, dict) and c.get("status") == "failed" for c in result.get("checks") or []
     )
+    probe = result.get("probe")
+    proven = not isinstance(probe, dict) or probe.get("status") == "ok"
     return (
         bool(result.get("handshake_ok"))
         and not failed
+        and proven
         and not (result.get("findings") or result.get("schema_differences"))
     )

@@ -89,7 +89,16 @@ COMMANDS: dict[str, Command] = {
         Command("shutdown", "ask the daemon to stop (never starts one)", autostart=False),
         Command(
             "doctor",
-            "check the computer-use backend: handshake only, never touches the desktop",
+            "check the computer-use backend without acting on the desktop: its handshake, "
+            "and for Sky one read-only list_apps",
+            params=(
+                Param(
+                    "--backend",
+                    "backend",
+                    "check this backend instead of the daemon's own (a throwaway process)",
+                    choices=("auto", "sky", "atspi", "sim", "command"),
+                ),
+            ),
             timeout=DESKTOP_TIMEOUT_S,
         ),
         Command(

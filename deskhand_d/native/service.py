@@ -137,11 +137,15 @@ class NativeService(Gates):
 
     # ----- ops --------------------------------------------------------------------------------
 
-    async def list_apps(self, caller: Caller) -> Outcome:
+    async def list_apps(
+        self, caller: Caller, *, backend: BackendConnection | None = None
+    ) -> Outcome:
+        """``list_apps``; ``backend``: another connection than the daemon's (doctor's probe of
+        a backend kind the daemon does not run), still through the queue and the audit log."""
         with refused_if_raised():
             self.check_unlocked()
             self.check_recovery(caller.session, "", observing=False)
-        res = await self._dispatch(caller, "list_apps", {}, app="")
+        res = await self._dispatch(caller, "list_apps", {}, app="", backend=backend)
         return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
 
     async def observe_tree(self, caller: Caller, app: str) -> tuple[CallResult, treeinfo.TreeInfo]:
@@ -332,7 +336,13 @@ class NativeService(Gates):
     # ----- the call itself ---------------------------------------------------------------------
 
     async def _dispatch(
-        self, caller: Caller, tool: str, args: dict[str, Any], *, app: str
+        self,
+        caller: Caller,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        app: str,
+        backend: BackendConnection | None = None,
     ) -> CallResult:
         ask = caller.ask
         approval = None
@@ -350,7 +360,7 @@ class NativeService(Gates):
             nonlocal running, dispatch_id
             dispatch_id = await self._audit_begin(caller, app, tool, args)  # on disk first
             running = True
-            return await self.backend.call_tool(tool, args, on_approval=approval)
+            return await (backend or self.backend).call_tool(tool, args, on_approval=approval)
 
         delivery: E.Delivery = "refused"
         delivered: E.Count | None = None

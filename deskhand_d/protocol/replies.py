@@ -119,6 +119,24 @@ class DesktopCheck(msgspec.Struct, frozen=True, kw_only=True):
     """What to do about it, when it failed."""
 
 
+class LaunchAttempt(msgspec.Struct, frozen=True, kw_only=True):
+    """One command line (recipe) tried when the backend last started: ``ok``, ``refused``
+    (recognisably, so the next recipe was tried) or ``failed`` (no other one was tried)."""
+
+    recipe: str
+    outcome: Literal["ok", "refused", "failed"]
+    detail: str = ""
+
+
+class ActionProbe(msgspec.Struct, frozen=True, kw_only=True):
+    """One read-only tool call that proves actions can get through (Sky: ``list_apps``).
+    ``not_checked`` says why it was not sent; ``detail`` never lists the apps themselves."""
+
+    tool: str
+    status: Literal["ok", "failed", "not_checked"]
+    detail: str
+
+
 class DoctorResult(_Result, tag="doctor", frozen=True):
     backend: str
     """The configured kind and the one chosen, e.g. ``auto -> sim``."""
@@ -142,6 +160,16 @@ class DoctorResult(_Result, tag="doctor", frozen=True):
     screenshots, the accessibility bus), each with its fix; empty for other backends."""
     simulated: bool = False
     """True when the simulated desktop serves: nothing there is the person's real desktop."""
+    recipe: str = ""
+    """Sky: the jump host's command line in use (or the last one tried), by name."""
+    recipe_choice: str = ""
+    """Sky: why that recipe went first: ``default``, ``remembered`` or ``pinned``."""
+    attempts: list[LaunchAttempt] = msgspec.field(default_factory=list)
+    """Sky: each recipe tried at the last start, in order."""
+    responsibility: str = ""
+    """Sky: whether macOS counts the jump host as its own responsible process, and if not why."""
+    probe: ActionProbe | None = None
+    """Sky: the read-only tool call that proves the action path (never sent to other backends)."""
 
 
 class Observation(_Result, tag="observation", frozen=True):
@@ -345,6 +373,7 @@ ServerMessage = Result | Error | Event
 
 __all__ = [
     "ActionDone",
+    "ActionProbe",
     "AllowedApps",
     "AppList",
     "AuditStatus",
@@ -362,6 +391,7 @@ __all__ = [
     "GrantInfo",
     "Grants",
     "HandoffInfo",
+    "LaunchAttempt",
     "LockState",
     "ModeState",
     "Notice",

@@ -58,7 +58,13 @@ class Shutdown(_Request, tag="shutdown", frozen=True):
 
 
 class Doctor(_Request, tag="doctor", frozen=True):
-    """Check the backend without touching the desktop: handshake only, never a tool call."""
+    """Check the backend without touching the desktop: its handshake, and for Sky one
+    read-only ``list_apps`` that proves tool calls get through; never an action.
+
+    ``backend`` checks that kind instead of the configured one (a throwaway process, closed
+    afterwards); empty: the daemon's own backend."""
+
+    backend: Literal["", "auto", "sky", "atspi", "sim", "command"] = ""
 
 
 # ----- session and control ---------------------------------------------------------------------

@@ -1,29 +1,39 @@
-"""The ``doctor`` op: which backend, does its handshake work, does its surface match, and is
-the desktop it needs there (for the AT-SPI backend: the X display, XTEST, screenshots, the
-accessibility bus; see :mod:`deskhand_d.backends.deskcheck`).
+"""The ``doctor`` op: which backend, does its handshake work, does its surface match, does an
+action path work (Sky: one read-only ``list_apps``), and is the desktop it needs there (for the
+AT-SPI backend: the X display, XTEST, screenshots, the accessibility bus; see
+:mod:`deskhand_d.backends.deskcheck`).
 
-Never sends a tool call and never an input event. Starting the backend process (if it is not
-running yet) and the MCP handshake are the only things it does to the backend; the desktop
-checks only connect and read.
+Never sends an action and never an input event. Starting the backend process (if it is not
+running yet), the MCP handshake and, for Sky, ``list_apps`` (read-only, through the action
+queue and the audit log like any other call, and not while Deskhand is locked) are all it does
+to the backend; the desktop checks only connect and read. ``backend`` in the request checks
+another kind than the daemon's with a throwaway process, closed before the reply.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
+import msgspec
 import trio
 
-from deskhand_d.backends import deskcheck
+from deskhand_d.backends import deskcheck, launchers
 from deskhand_d.backends import doctor as dx
-from deskhand_d.errors import DeskhandError, DesktopUnreachable
+from deskhand_d.errors import DeskhandError, DesktopUnreachable, Locked, OutcomeUnknown
+from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
+from deskhand_d.native.service import Caller
+from deskhand_d.native.sessions import Session
 from deskhand_d.protocol import (
+    ActionProbe,
     DesktopCheck,
     Doctor,
     DoctorFinding,
     DoctorResult,
     ErrorBody,
+    LaunchAttempt,
     ResultBody,
     SchemaDifference,
 )
@@ -32,6 +42,7 @@ from deskhand_d.rpc.handlers import Handler
 if TYPE_CHECKING:
     from deskhand_d.rpc.connection import Connection
 
+PROBE_TOOL = "list_apps"
 CHECKS_TIMEOUT_S = 15.0
 
 
@@ -70,24 +81,86 @@ async def doctor(conn: Connection, req: Doctor) -> ResultBody:
             handshake_ok=False,
             error=ErrorBody(code="backend_unavailable", message="the daemon has no backend"),
         )
+    wanted = req.backend
+    if not wanted or wanted == configured or _runs(backend, wanted):
+        return await _diagnose(conn, backend, configured)
+    # Another kind than the daemon's: a throwaway connection, closed before we answer.
+    cfg = msgspec.structs.replace(conn.hub.config.backend, kind=wanted)
+    env, names = conn.hub.env, conn.hub.config.secrets.redact_env
+
+    def launch() -> LaunchSpec:
+        return launchers.resolve(cfg, env, names)
+
+    async with open_backend(
+        launch, call_timeout_s=cfg.call_timeout_s, start_timeout_s=cfg.start_timeout_s
+    ) as other:
+        result = await _diagnose(conn, other, wanted)
+    own = f"checked on request; the daemon itself uses {configured}"
+    notice = f"{result.notice} ({own})" if result.notice else own
+    return msgspec.structs.replace(result, notice=notice)
+
+
+def _runs(backend: BackendConnection, kind: str) -> bool:
+    """Is the daemon's own backend (resolved) of this kind?"""
+    try:
+        return backend.resolve_launch().kind == kind
+    except DeskhandError:
+        return False
+
+
+async def _diagnose(conn: Connection, backend: BackendConnection, configured: str) -> DoctorResult:
     error: DeskhandError | None = None
     argv: list[str] = []
     notice = ""
     chosen = configured
     info = None
+    spec: LaunchSpec | None = None
     try:
         spec = backend.resolve_launch()
         argv, notice, chosen = list(spec.argv), spec.notice, spec.kind
         info = await backend.handshake()
     except DeskhandError as exc:
         error = exc
+    running = backend.started_spec if info is not None else None
+    if running is not None:
+        argv = list(running.argv)
     # The desktop is checked wherever the AT-SPI backend serves or auto refused for it.
     checks: list[DesktopCheck] = []
     if chosen == "atspi" or isinstance(error, DesktopUnreachable):
         checks = await desktop_checks(conn.hub.env)
-    texts = [*backend.last_stderr, backend.last_error_text]
+    found: list[dx.Finding] = []
+    texts = [*backend.last_stderr]
+    probe: ActionProbe | None = None
+    if chosen == "sky":
+        if info is None:
+            probe = ActionProbe(
+                tool=PROBE_TOOL,
+                status="not_checked",
+                detail="Sky did not finish its handshake, so no tool call was tried.",
+            )
+        else:
+            probe, probe_text, hung = await _probe(conn, backend)
+            texts.append(probe_text)
+            if hung is not None:
+                found.append(hung)
+    else:
+        texts.append(backend.last_error_text)
     if error is not None:
         texts.append(error.message)
+    attempts = backend.attempts if spec is not None and spec.recipe else []
+    recipe = running.recipe if running is not None else (attempts[-1].recipe if attempts else "")
+    choice = spec.recipe_choice if spec is not None else ""
+    if error is not None:
+        missing = dx.runtime_finding(error.data)
+        if missing is not None:
+            found.append(missing)
+        if info is None and spec is not None and spec.recipe:
+            found += dx.exit_findings(backend.last_returncode, recipe, choice)
+            last = attempts[-1] if attempts else None
+            if last is not None and last.detail.startswith("codex did not accept"):
+                found.append(dx.recipe_finding(last.recipe, choice, last.detail))
+    have = {f.code for f in found}
+    found += [f for f in dx.findings(texts) if f.code not in have]
     label = configured if chosen == configured else f"{configured} -> {chosen}"
     return DoctorResult(
         backend=label,
@@ -108,15 +181,65 @@ async def doctor(conn: Connection, req: Doctor) -> ResultBody:
         ]
         if info
         else [],
-        findings=[
-            DoctorFinding(code=f.code, evidence=f.evidence, remedy=f.remedy)
-            for f in dx.findings(texts)
-        ],
+        findings=[DoctorFinding(code=f.code, evidence=f.evidence, remedy=f.remedy) for f in found],
         exit_status=backend.last_returncode,
         stderr_tail=[] if info is not None else backend.last_stderr[-10:],
         checks=checks,
         simulated=chosen == "sim",
+        recipe=recipe,
+        recipe_choice=choice if recipe else "",
+        attempts=[
+            LaunchAttempt(recipe=a.recipe, outcome=a.outcome, detail=a.detail) for a in attempts
+        ],
+        responsibility=backend.responsibility if chosen == "sky" else "",
+        probe=probe,
     )
+
+
+async def _probe(
+    conn: Connection, backend: BackendConnection
+) -> tuple[ActionProbe, str, dx.Finding | None]:
+    """One read-only ``list_apps`` through the queue and the audit log: (the probe, the text
+    Sky answered for the failure checks, a finding for a call that hung)."""
+    native = conn.hub.native
+    if native is None:
+        return _not_checked("the daemon is still starting; run doctor again"), "", None
+    caller = Caller(
+        session=Session(session_id=f"doctor-{secrets.token_hex(6)}", name="", mode="native"),
+        client=f"doctor ({conn.client.name if conn.client else '?'})",
+        pid=conn.peer.pid,
+        ask=None,  # list_apps asks nobody; a prompt would be answered cancel
+    )
+    try:
+        out = await native.list_apps(caller, backend=backend)
+    except Locked as exc:
+        return _not_checked(f"Deskhand is locked, so nothing is sent: {exc.message}"), "", None
+    except OutcomeUnknown as exc:
+        if exc.data.get("cause") == "timeout":
+            waited = backend.call_timeout_s
+            probe = ActionProbe(
+                tool=PROBE_TOOL,
+                status="failed",
+                detail=f"no answer within {waited:g} s (the Sky client was closed)",
+            )
+            return probe, "", dx.hung_finding(PROBE_TOOL, waited)
+        return _failed(exc.message), exc.message, None
+    except DeskhandError as exc:
+        return _failed(f"{exc.code}: {exc.message}"), exc.message, None
+    first = next((line.strip() for line in out.text.splitlines() if line.strip()), "")
+    if not out.ok or dx.findings([out.text[:2000]]):
+        return _failed(f"Sky answered with an error: {first[:300]}"), out.text[:2000], None
+    lines = sum(1 for line in out.text.splitlines() if line.strip())
+    detail = f"{PROBE_TOOL} answered ({lines} lines; apps not shown): tool calls reach Sky"
+    return ActionProbe(tool=PROBE_TOOL, status="ok", detail=detail), "", None
+
+
+def _not_checked(why: str) -> ActionProbe:
+    return ActionProbe(tool=PROBE_TOOL, status="not_checked", detail=why)
+
+
+def _failed(why: str) -> ActionProbe:
+    return ActionProbe(tool=PROBE_TOOL, status="failed", detail=why)
 
 
 HANDLERS: dict[type, Handler] = {Doctor: doctor}

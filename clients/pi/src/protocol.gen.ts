@@ -23,6 +23,16 @@ export interface ActionDone {
 	tool: string;
 }
 
+/**
+ * One read-only tool call that proves actions can get through (Sky: `list_apps`).
+ * `not_checked` says why it was not sent; `detail` never lists the apps themselves.
+ */
+export interface ActionProbe {
+	detail: string;
+	status: "failed" | "not_checked" | "ok";
+	tool: string;
+}
+
 export interface AllowedApps {
 	added?: boolean | null;
 	apps: string[];
@@ -125,9 +135,14 @@ export interface DesktopCheck {
 }
 
 /**
- * Check the backend without touching the desktop: handshake only, never a tool call.
+ * Check the backend without touching the desktop: its handshake, and for Sky one
+ * read-only `list_apps` that proves tool calls get through; never an action.
+ *
+ * `backend` checks that kind instead of the configured one (a throwaway process, closed
+ * afterwards); empty: the daemon's own backend.
  */
 export interface Doctor {
+	backend?: "" | "atspi" | "auto" | "command" | "sim" | "sky";
 	id: number;
 	op: "doctor";
 }
@@ -140,6 +155,7 @@ export interface DoctorFinding {
 
 export interface DoctorResult {
 	argv: string[];
+	attempts?: LaunchAttempt[];
 	backend: string;
 	checks?: DesktopCheck[];
 	error?: ErrorBody | null;
@@ -149,7 +165,11 @@ export interface DoctorResult {
 	kind: "doctor";
 	notice: string;
 	pid?: number | null;
+	probe?: ActionProbe | null;
 	protocol_version?: string;
+	recipe?: string;
+	recipe_choice?: string;
+	responsibility?: string;
 	schema_differences?: SchemaDifference[];
 	server_name?: string;
 	server_version?: string;
@@ -283,6 +303,16 @@ export interface LaunchApp {
 	app: string;
 	id: number;
 	op: "launch_app";
+}
+
+/**
+ * One command line (recipe) tried when the backend last started: `ok`, `refused`
+ * (recognisably, so the next recipe was tried) or `failed` (no other one was tried).
+ */
+export interface LaunchAttempt {
+	detail?: string;
+	outcome: "failed" | "ok" | "refused";
+	recipe: string;
 }
 
 export interface ListApps {
