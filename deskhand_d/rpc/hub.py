@@ -51,6 +51,7 @@ class Hub:
     native: NativeService | None = None
     questions: Questions | None = None
     jev: JevAccess | None = None
+    managed_by: str = ""  # "systemd" or "launchd" when one handed us the socket (restart hints)
     _emptied: trio.Event = field(default_factory=trio.Event)
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
