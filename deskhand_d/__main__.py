@@ -2,7 +2,7 @@
 
 Exit codes: 0 after a graceful stop; 2 bad arguments; 69 the socket cannot be used (unsafe
 directory, path too long); 75 another daemon already serves this socket (connect to it);
-78 bad configuration.
+78 bad configuration (also: our LaunchAgent started it without handing over its socket).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from deskhand_d.config import Config
 from deskhand_d.consent import platforms
 from deskhand_d.consent.gate import ConsentGate
 from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
-from deskhand_d.errors import DeskhandError, StartupError
+from deskhand_d.errors import EX_UNAVAILABLE, DeskhandError, StartupError
 from deskhand_d.jev.access import JevAccess
 from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
@@ -54,6 +54,18 @@ def obtain_listener(
         path = activation.inherited_path(inherited) or cfg.socket_path(env)
         log.info("socket.inherited", socket=str(path))
         return inherited, unixsock.BoundSocket(sock=inherited, path=path, identity=None)
+    if paths.is_macos() and not cfg.daemon.socket:
+        # The default directory is ~/Library/Application Support/Deskhand/run; a fresh
+        # account has no Deskhand folder there yet (its parent is checked like any other).
+        folder = paths.runtime_dir(env).parent
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StartupError(
+                f"cannot create {folder} for the socket: {exc.strerror}; check that your "
+                "Library folder is yours and writable, or choose a socket with --socket",
+                exit_code=EX_UNAVAILABLE,
+            ) from None
     bound = unixsock.bind_private(cfg.socket_path(env))
     return bound.sock, bound
 

@@ -24,6 +24,10 @@ LOCK_NAME = "deskhand.lock"
 LAUNCHD_LABEL = "dev.deskhand.daemon"
 SYSTEMD_SERVICE = "deskhand.service"
 SYSTEMD_SOCKET = "deskhand.socket"
+SUN_PATH_BYTES_MACOS = 104
+"""sizeof(sockaddr_un.sun_path) on macOS, the terminating NUL included: a socket path may have
+at most 103 bytes."""
+_CS_DARWIN_USER_TEMP_DIR = 65537  # confstr(3) name of the per-user temp dir, <unistd.h>
 
 
 def is_macos() -> bool:
@@ -34,11 +38,45 @@ def _home(env: Env) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
 
+def fits_macos_socket(path: str) -> bool:
+    """Whether ``path`` can be bound as a Unix socket on macOS (at most 103 bytes)."""
+    return len(os.fsencode(path)) < SUN_PATH_BYTES_MACOS
+
+
+def darwin_user_temp_dir(env: Env = os.environ) -> str:
+    """This user's own temp directory on macOS (under /var/folders): ``$TMPDIR``, or, where a
+    shell lost it (some ssh sessions, sudo), what ``confstr(_CS_DARWIN_USER_TEMP_DIR)`` says.
+    ``""`` when neither answers (off macOS). Never the shared ``/tmp``."""
+    tmp = env.get("TMPDIR")
+    if tmp:
+        return tmp
+    if not is_macos():
+        return ""
+    try:
+        return os.confstr(_CS_DARWIN_USER_TEMP_DIR) or ""
+    except (OSError, ValueError):
+        return ""
+
+
+def macos_runtime_dir_str(env: Env = os.environ) -> str:
+    """The socket's directory on macOS: ``~/Library/Application Support/Deskhand/run``.
+
+    Under ``~/Library`` rather than the temp directory, which macOS may clean while a
+    LaunchAgent's socket path is fixed and launchd would not create the directory again. Only
+    when that socket path would be too long for ``sun_path`` (a very long home path), the
+    per-user temp directory instead; never the shared ``/tmp``.
+    """
+    library = os.path.join(_home(env), "Library", "Application Support", "Deskhand", "run")
+    if fits_macos_socket(os.path.join(library, SOCKET_NAME)):
+        return library
+    tmp = darwin_user_temp_dir(env)
+    return os.path.join(tmp, "deskhand") if tmp else library
+
+
 def runtime_dir_str(env: Env = os.environ) -> str:
     """The private directory that holds the socket (created 0700 by the daemon)."""
     if is_macos():
-        # $TMPDIR is a per-user directory under /var/folders on macOS, unlike /tmp.
-        return os.path.join(env.get("TMPDIR") or "/tmp", "deskhand")
+        return macos_runtime_dir_str(env)
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg:
         return os.path.join(xdg, "deskhand")

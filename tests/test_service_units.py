@@ -21,7 +21,8 @@ import shutil
 import stat
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from deskhand_d import paths
 
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = REPO / "fixtures" / "plist" / "catalog.xml"
-HEADER = re.compile(r"^=== would (write|remove|create directory) (\S+)(?: \(mode (\d+)\))? ===$")
+HEADER = re.compile(r"^=== would (write|remove|create directory) (.+?)(?: \(mode (\d+)\))? ===$")
 
 
 def _tool(name: str, package: str) -> str:
@@ -253,7 +254,9 @@ def test_rendered_plist_round_trips_and_validates(tmp_path: Path) -> None:
     assert job["Label"] == paths.LAUNCHD_LABEL
     assert job["ProgramArguments"] == command
     assert job["RunAtLoad"] is True
-    assert job["KeepAlive"] == {"SuccessfulExit": False}
+    # Restarted at once only after a crash: an exit with a status (bad config, a socket launchd
+    # did not hand over) waits for the next connection instead of looping.
+    assert job["KeepAlive"] == {"Crashed": True}
     listener = job["Sockets"][LAUNCHD_SOCKET_NAME]
     assert listener == {
         "SockPathName": "/Users/someone/tmp/deskhand/deskhand.sock",
@@ -389,9 +392,11 @@ class Sandbox:
 
 
 @pytest.fixture
-def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
-    """A private HOME / XDG tree and a PATH holding only fake tools."""
-    root = tmp_path / "box"
+def box(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    """A private HOME / XDG tree and a PATH holding only fake tools, under a short path (like a
+    real home's, so the macOS socket fits under ~/Library as it would on a Mac)."""
+    top = Path(tempfile.mkdtemp(prefix="dh", dir="/tmp"))
+    root = top / "box"
     sb = Sandbox(root, root / "home", root / "config", root / "run", root / "T", root / "bin")
     for d in (sb.home, sb.config, sb.runtime, sb.tmpdir, sb.bin):
         d.mkdir(parents=True)
@@ -402,7 +407,14 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
     monkeypatch.setenv("PATH", str(sb.bin))
     monkeypatch.delenv("DESKHAND_SOCKET", raising=False)
     monkeypatch.setattr(service, "RETRY_PAUSE_S", 0.0)
-    return sb
+    try:
+        yield sb
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def macos_sock(home: Path) -> Path:
+    return home / "Library" / "Application Support" / "Deskhand" / "run" / "deskhand.sock"
 
 
 def blocks(output: str) -> dict[str, tuple[str, str, str]]:
@@ -456,7 +468,7 @@ def test_macos_dry_run_prints_plist_and_changes_nothing(
     assert box.snapshot() == before
     plist = box.home / "Library" / "LaunchAgents" / "dev.deskhand.daemon.plist"
     logs = box.home / "Library" / "Logs" / "Deskhand"
-    sock = box.tmpdir / "deskhand" / "deskhand.sock"
+    sock = macos_sock(box.home)
     got = blocks(out)
     expected = _units.render_plist(service.daemon_command(), str(sock), str(logs))
     assert got[str(plist)] == ("write", "0644", expected)
@@ -470,12 +482,83 @@ def test_macos_dry_run_prints_plist_and_changes_nothing(
 
 
 def test_macos_socket_follows_paths_rule(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The socket rendered for macOS off-Mac equals deskhand_d.paths' macOS socket."""
+    """The macOS socket lives under ~/Library (not the temp folder macOS may clean), whatever
+    TMPDIR says; the plist and the clients compute the same path."""
     env = {"TMPDIR": "/var/folders/ab/cd/T/", "HOME": "/Users/x"}
-    mirrored = _units.macos_socket(env)
+    rendered_off_mac = _units.macos_socket(env)
+    assert rendered_off_mac == macos_sock(Path("/Users/x"))
     monkeypatch.setattr(paths, "is_macos", lambda: True)
-    assert mirrored == paths.runtime_dir(env) / paths.SOCKET_NAME == _units.macos_socket(env)
-    assert _units.macos_socket({}) == Path("/tmp/deskhand/deskhand.sock")
+    assert paths.runtime_dir(env) / paths.SOCKET_NAME == rendered_off_mac
+    assert paths.default_socket({"HOME": "/Users/x"}) == rendered_off_mac  # no TMPDIR needed
+
+
+def test_macos_long_home_uses_the_users_own_temp_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A home too long for a socket under ~/Library: $TMPDIR, else confstr(65537), the
+    per-user temp folder, and never the shared /tmp."""
+    monkeypatch.setattr(paths, "is_macos", lambda: True)
+    long_home = "/Users/" + "x" * 60
+    with_tmpdir = {"HOME": long_home, "TMPDIR": "/var/folders/ab/cd/T/"}
+    assert paths.runtime_dir_str(with_tmpdir) == "/var/folders/ab/cd/T/deskhand"
+    asked: list[int] = []
+
+    def confstr(name: int) -> str:
+        asked.append(name)
+        return "/var/folders/zz/yy/T/"
+
+    monkeypatch.setattr(paths.os, "confstr", confstr)
+    assert paths.runtime_dir_str({"HOME": long_home}) == "/var/folders/zz/yy/T/deskhand"
+    assert asked == [65537]
+    assert paths.runtime_dir_str({"HOME": "/Users/x"}) == str(macos_sock(Path("/Users/x")).parent)
+    assert asked == [65537]  # the short ~/Library path needs no temp folder at all
+
+    def fails(name: int) -> str:
+        raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(paths.os, "confstr", fails)
+    nowhere = paths.runtime_dir_str({"HOME": long_home})
+    assert not nowhere.startswith("/tmp") and nowhere.startswith(long_home)
+
+
+def test_activation_failure_under_our_agent_stops_once_with_the_reason() -> None:
+    """Started by our LaunchAgent without its socket, the daemon stops with exit 78 and a line
+    saying why and what to do, instead of binding launchd's path (and finding it "already
+    running"); the plist restarts only crashes, so this does not loop. Started any other way,
+    binding the socket itself stays the right thing."""
+    from deskhand_d.activation import activation_failed
+
+    assert activation_failed(None, "no socket") is None
+    assert activation_failed("application.com.apple.Terminal.1234", "no socket") is None
+    refusal = activation_failed(paths.LAUNCHD_LABEL, 'launch_activate_socket("Listeners"): ESRCH')
+    assert refusal is not None and refusal.exit_code == 78
+    assert "did not hand over its socket" in refusal.message and "ESRCH" in refusal.message
+    assert "deskhandctl service install" in refusal.message
+    job = plistlib.loads(_units.PLIST_TEMPLATE.encode())
+    assert job["KeepAlive"] == {"Crashed": True}  # an exit status is never restarted at once
+
+
+def test_plist_refuses_a_socket_launchd_could_not_create() -> None:
+    """The 104-byte sun_path limit is checked when the plist is written (103 bytes fit)."""
+    command = ["/opt/deskhand/bin/deskhand-d"]
+    fits = "/" + "s" * 102
+    assert plistlib.loads(_units.render_plist(command, fits, "/logs").encode())
+    with pytest.raises(_units.SocketPathTooLong, match=r"socket_path_too_long.*104 bytes.*103"):
+        _units.render_plist(command, fits + "s", "/logs")
+
+
+def test_macos_install_refuses_a_socket_path_too_long(
+    box: Sandbox, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A home too long for a socket and no temp folder to fall back to: install says so with
+    its code, writes nothing and runs nothing."""
+    long_home = box.root / ("h" * 80)
+    long_home.mkdir()
+    monkeypatch.setenv("HOME", str(long_home))
+    monkeypatch.delenv("TMPDIR")
+    before = box.snapshot()
+    assert service.main(["install", "--platform", "macos"]) == 1
+    err = capsys.readouterr().err
+    assert "socket_path_too_long" in err and "at most 103" in err
+    assert box.snapshot() == before and box.calls() == []
 
 
 def test_daemon_command_prefers_the_console_script(tmp_path: Path) -> None:
@@ -695,7 +778,11 @@ def test_macos_install_and_uninstall_drive_launchctl(
     assert problems(job) == []
     logs = box.home / "Library" / "Logs" / "Deskhand"
     assert stat.S_IMODE(logs.stat().st_mode) == 0o700
-    assert stat.S_IMODE((box.tmpdir / "deskhand").stat().st_mode) == 0o700
+    assert stat.S_IMODE(macos_sock(box.home).parent.stat().st_mode) == 0o700
+    assert not (box.tmpdir / "deskhand").exists()
+    assert plistlib.loads(plist.read_bytes())["Sockets"]["Listeners"]["SockPathName"] == str(
+        macos_sock(box.home)
+    )
     assert f"Logs: {logs / 'deskhand-d.log'}" in out
     assert "Input/output error); retrying" in out
 

@@ -170,14 +170,16 @@ PLIST_TEMPLATE: Final = f"""\
   <key>RunAtLoad</key>
   <true/>
   <!--
-    Restart after a crash or an error exit, but not after a clean exit (a `shutdown`
-    request, or SIGTERM at logout): launchd keeps the socket and starts the daemon
-    again on the next connection. Same policy as Restart=on-failure on Linux.
+    Restart right away only after a crash (a signal such as SIGSEGV or SIGABRT). After
+    any exit, clean or not, launchd keeps the socket and starts the daemon again on the
+    next connection. An exit with a status is a decision with a reason in the log (bad
+    configuration, a socket launchd did not hand over): restarting it at once would only
+    repeat the same line every few seconds.
   -->
   <key>KeepAlive</key>
   <dict>
-    <key>SuccessfulExit</key>
-    <false/>
+    <key>Crashed</key>
+    <true/>
   </dict>
   <!--
     The daemon takes this socket with launch_activate_socket("Listeners").
@@ -230,6 +232,11 @@ class RenderError(ValueError):
     """A value cannot be written into a unit or plist safely (relative path, control
     characters, ``$``). Raised by the ``render_*`` functions; the caller should report the
     message, which names the value, and stop."""
+
+
+class SocketPathTooLong(RenderError):
+    """The LaunchAgent's socket path does not fit macOS's 104-byte ``sun_path``: launchd could
+    not create it, and the daemon would never start. The message names the path and the fix."""
 
 
 def _check_command(command: Sequence[str]) -> None:
@@ -292,6 +299,14 @@ def render_plist(command: Sequence[str], socket_path: str, log_dir: str) -> str:
         _check_text(value)
         if not PurePosixPath(value).is_absolute():
             raise RenderError(f"the {what} must be absolute, not {value!r}")
+    if not paths.fits_macos_socket(socket_path):
+        size = len(socket_path.encode("utf-8"))
+        raise SocketPathTooLong(
+            f"socket_path_too_long: the socket path {socket_path} has {size} bytes, and macOS "
+            f"allows at most {paths.SUN_PATH_BYTES_MACOS - 1}; run install from a shell whose "
+            "TMPDIR is set (Deskhand then uses your temp folder), or give your account a "
+            "shorter home folder"
+        )
     args = "".join(f"    <string>{_xml_escape(w)}</string>\n" for w in command)
     # The command is substituted first and escaped, so a path that happens to contain
     # another placeholder's text cannot be rewritten by the later replacements.
@@ -328,12 +343,9 @@ if __name__ == "__main__":
 
 
 def macos_socket(env: Mapping[str, str]) -> Path:
-    """Where the LaunchAgent's socket goes: the path macOS clients use by default."""
-    if paths.is_macos():
-        return paths.runtime_dir(dict(env)) / paths.SOCKET_NAME
-    # Rendering for macOS elsewhere (dry runs, tests): paths.runtime_dir answers for the
-    # running OS, so its macOS rule is mirrored here; a test keeps the two in step.
-    return Path(env.get("TMPDIR") or "/tmp") / "deskhand" / paths.SOCKET_NAME
+    """Where the LaunchAgent's socket goes: the path macOS clients use by default (also when
+    rendering for macOS elsewhere: dry runs, tests)."""
+    return Path(paths.macos_runtime_dir_str(dict(env))) / paths.SOCKET_NAME
 
 
 def macos_log_dir(env: Mapping[str, str]) -> Path:

@@ -152,8 +152,19 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
         done=(
             f"Deskhand is installed: launchd listens on {sock} and keeps the daemon running "
             "while you are logged in.\n"
-            f"Logs: {log_dir / _units.LOG_FILE_NAME}"
+            f"Logs: {log_dir / _units.LOG_FILE_NAME}" + _temp_socket_note(sock, env)
         ),
+    )
+
+
+def _temp_socket_note(sock: Path, env: Mapping[str, str]) -> str:
+    library = paths.launch_agents_dir(dict(env)).parent
+    if sock.is_relative_to(library):
+        return ""
+    return (
+        f"\nNote: a socket under {library} would be too long for macOS, so it is in your temp "
+        "folder, which macOS may clean; if clients stop finding the daemon, run "
+        "`deskhandctl service install` again."
     )
 
 
@@ -417,6 +428,9 @@ def main(argv: list[str]) -> int:
             plan = plan_install(platform, env, daemon_command())
         else:
             plan = plan_uninstall(platform, env)
+    except _units.SocketPathTooLong as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     except _units.RenderError as exc:
         print(f"{PROG}: cannot render the service files: {exc}", file=sys.stderr)
         print("Install Deskhand under a path without such characters.", file=sys.stderr)

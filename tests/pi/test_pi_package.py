@@ -124,9 +124,12 @@ SOCKET_CASES: list[tuple[str, dict[str, str]]] = [
     ("linux", {"XDG_RUNTIME_DIR": "/run/user/7/"}),
     ("linux", {}),
     ("linux", {"XDG_RUNTIME_DIR": ""}),
-    ("darwin", {"TMPDIR": "/var/folders/ab/T/"}),
+    ("darwin", {"TMPDIR": "/var/folders/ab/T/", "HOME": "/Users/ann"}),
+    ("darwin", {"HOME": "/Users/ann"}),
     ("darwin", {}),
     ("darwin", {"DESKHAND_SOCKET": "/s.sock", "TMPDIR": "/t"}),
+    ("darwin", {"HOME": "/Users/" + "x" * 60, "TMPDIR": "/var/folders/ab/T/"}),  # too long
+    ("darwin", {"HOME": "/Users/" + "x" * 60}),
 ]
 
 

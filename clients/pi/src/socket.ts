@@ -1,7 +1,21 @@
 // Where the daemon listens: the same lookup as deskhand_d/paths.py (default_socket_str).
+import { execFileSync } from "node:child_process";
+import { homedir } from "node:os";
 import { join } from "node:path";
 
 export const SOCKET_NAME = "deskhand.sock";
+const SUN_PATH_BYTES_MACOS = 104; // sockaddr_un.sun_path on macOS, the NUL included
+
+/** This user's own temp directory on macOS: $TMPDIR, else what the system says; never /tmp. */
+function darwinUserTempDir(env: SocketLookupEnv, platform: string): string {
+	if (env.TMPDIR) return env.TMPDIR;
+	if (platform !== "darwin" || process.platform !== "darwin") return "";
+	try {
+		return execFileSync("/usr/bin/getconf", ["DARWIN_USER_TEMP_DIR"], { encoding: "utf8" }).trim();
+	} catch {
+		return "";
+	}
+}
 
 export interface SocketLookupEnv {
 	[name: string]: string | undefined;
@@ -14,8 +28,12 @@ export function runtimeDir(
 	uid: number | undefined = process.getuid?.(),
 ): string {
 	if (platform === "darwin") {
-		// $TMPDIR is a per-user directory on macOS, unlike /tmp.
-		return join(env.TMPDIR || "/tmp", "deskhand");
+		// Under ~/Library (the temp folder may be cleaned); the per-user temp folder only when
+		// that path is too long for a socket.
+		const library = join(env.HOME || homedir(), "Library", "Application Support", "Deskhand", "run");
+		if (Buffer.byteLength(join(library, SOCKET_NAME)) < SUN_PATH_BYTES_MACOS) return library;
+		const tmp = darwinUserTempDir(env, platform);
+		return tmp ? join(tmp, "deskhand") : library;
 	}
 	const xdg = env.XDG_RUNTIME_DIR;
 	if (xdg) return join(xdg, "deskhand");
