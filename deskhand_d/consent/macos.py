@@ -1,19 +1,27 @@
 """macOS app identity: finds a bundle without launching it and checks its code signature.
 
 Owns bundle lookup (path, bundle id or display name), reading the designated requirement
-with ``codesign``, and finding a running process of the executable with ``ps``. The parsers
-(:func:`parse_designated`, :func:`parse_ps`) are pure; :class:`MacPlatform` is the thin shell
-that runs the commands and reads the file system. Commands are taken from fixed absolute
+with ``codesign``, and finding a running process of the executable: ``ps`` lists pids and
+start times, and the kernel says which executable each runs (``proc_pidpath`` from libproc,
+through ctypes; ``ps``'s command column is only the name the process was launched by). The
+parsers (:func:`parse_designated`, :func:`parse_ps`) are pure; :class:`MacPlatform` is the thin
+shell that runs the commands and reads the file system. Commands are taken from fixed absolute
 paths, never from ``PATH``, because the agent we guard against can change the environment.
+
+A ``codesign`` that runs out of time is reported (:class:`IdentityUnavailable`), never taken
+for an unsigned app: a large bundle could otherwise lose its "always" grant silently.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import plistlib
 import re
-from collections.abc import Hashable, Iterator, Sequence
+import sys
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 from xml.parsers.expat import ExpatError
 
 from deskhand_d.consent.identity import (
@@ -23,11 +31,34 @@ from deskhand_d.consent.identity import (
     content,
     signed,
 )
-from deskhand_d.consent.probe import Runner, run_command, sha256_file
+from deskhand_d.consent.probe import COMMAND_TIMEOUT, TIMED_OUT, Runner, run_command, sha256_file
 
 CODESIGN = "/usr/bin/codesign"
 PS = "/bin/ps"
 NOT_SIGNED = "code object is not signed at all"
+PROC_PIDPATHINFO_MAXSIZE = 4096  # <libproc.h>: 4 * MAXPATHLEN
+
+PidPath = Callable[[int], str | None]
+"""The executable a process runs, as the kernel knows it; None when it cannot say."""
+
+_PROC_PIDPATH: Any = None  # the ctypes function, declared on first use
+
+
+def proc_pidpath(pid: int) -> str | None:
+    """``proc_pidpath(3)``: the kernel's path of the image ``pid`` runs (macOS only; None
+    elsewhere, for a process that is gone, or one the kernel will not describe)."""
+    global _PROC_PIDPATH
+    if sys.platform != "darwin":
+        return None
+    if _PROC_PIDPATH is None:
+        fn = ctypes.CDLL(None, use_errno=True).proc_pidpath
+        # int proc_pidpath(int pid, void *buffer, uint32_t buffersize)
+        fn.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_uint32]
+        fn.restype = ctypes.c_int
+        _PROC_PIDPATH = fn
+    buf = ctypes.create_string_buffer(PROC_PIDPATHINFO_MAXSIZE)
+    size = _PROC_PIDPATH(pid, buf, PROC_PIDPATHINFO_MAXSIZE)
+    return os.fsdecode(buf.raw[:size]) if size > 0 else None
 
 
 def default_search_dirs() -> list[str]:
@@ -78,18 +109,17 @@ def parse_designated(output: str) -> Designated:
     return Designated(requirement=requirement, adhoc=False, signer=team["team"] if team else "")
 
 
-def parse_ps(output: str) -> list[tuple[int, str, str]]:
-    """(pid, start time, executable) from ``ps -axww -o pid=,lstart=,comm=``.
+def parse_ps(output: str) -> list[tuple[int, str]]:
+    """(pid, start time) from ``ps -axww -o pid=,lstart=``.
 
-    The start time is five words (``Mon Jan  1 09:00:00 2024``), normalised to single spaces;
-    the command is the rest of the line, which may itself contain spaces.
+    The start time is five words (``Mon Jan  1 09:00:00 2024``), normalised to single spaces.
     """
-    rows: list[tuple[int, str, str]] = []
+    rows: list[tuple[int, str]] = []
     for line in output.splitlines():
-        words = line.split(None, 6)
-        if len(words) < 7 or not words[0].isdigit():
+        words = line.split()
+        if len(words) != 6 or not words[0].isdigit():
             continue
-        rows.append((int(words[0]), " ".join(words[1:6]), words[6].rstrip()))
+        rows.append((int(words[0]), " ".join(words[1:6])))
     return rows
 
 
@@ -122,10 +152,15 @@ class MacPlatform:
     name = "macos"
 
     def __init__(
-        self, *, search_dirs: Sequence[str] | None = None, run: Runner = run_command
+        self,
+        *,
+        search_dirs: Sequence[str] | None = None,
+        run: Runner = run_command,
+        pidpath: PidPath = proc_pidpath,
     ) -> None:
         self._dirs = list(search_dirs) if search_dirs is not None else default_search_dirs()
         self._run = run
+        self._pidpath = pidpath
 
     # resolution
 
@@ -221,6 +256,7 @@ class MacPlatform:
             return content(app, exe, sha256_file(exe), why=why, bundle=bundle)
 
         status, output = self._run([CODESIGN, "-d", "-r-", target])
+        _raise_if_timed_out(status, target)
         if status != 0:
             if NOT_SIGNED in output:
                 return unverified("not signed")
@@ -233,6 +269,7 @@ class MacPlatform:
         # Reading the requirement does not check it: the bundle may have been modified since
         # it was signed. Verifying against that exact requirement covers both.
         status, output = self._run([CODESIGN, "--verify", f"-R={found.requirement}", target])
+        _raise_if_timed_out(status, target)
         if status != 0:
             return unverified(f"the signature does not verify: {_first_line(output)}")
         return signed(app, exe, found.requirement, signer=found.signer, bundle=bundle)
@@ -246,17 +283,30 @@ class MacPlatform:
 
     def instance(self, identity: AppIdentity) -> Instance | None:
         """The running process of this executable (the lowest pid if several), if any."""
-        status, output = self._run([PS, "-axww", "-o", "pid=,lstart=,comm="])
+        status, output = self._run([PS, "-axww", "-o", "pid=,lstart="])
         if status != 0:
             return None
         found = [
             Instance(pid, started)
-            for pid, started, command in parse_ps(output)
-            if command == identity.path
-            # launched through a symlinked path: ps shows the path it was started by
-            or (command.startswith("/") and os.path.realpath(command) == identity.path)
+            for pid, started in parse_ps(output)
+            if self._runs(pid, identity.path)
         ]
         return min(found, key=lambda i: i.pid) if found else None
+
+    def _runs(self, pid: int, path: str) -> bool:
+        image = self._pidpath(pid)
+        # The kernel's path is the file it mapped; a symlinked install resolves to ours.
+        return image is not None and (image == path or os.path.realpath(image) == path)
+
+
+def _raise_if_timed_out(status: int, target: str) -> None:
+    if status == TIMED_OUT:
+        raise IdentityUnavailable(
+            f"codesign did not finish checking the signature of {target} within "
+            f"{COMMAND_TIMEOUT:g} s (very large apps can take longer), so Deskhand could not "
+            "verify it and did not treat it as unsigned either; try again (a second check is "
+            "often faster, once the app's files are cached)"
+        )
 
 
 def _first_line(output: str) -> str:

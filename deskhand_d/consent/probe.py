@@ -19,6 +19,9 @@ Runner = Callable[[list[str]], tuple[int, str]]
 """Runs argv without a shell and returns (exit status, stdout and stderr together)."""
 
 COMMAND_TIMEOUT = 10.0
+TIMED_OUT = 124
+"""The status :func:`run_command` gives a tool that ran out of time (as timeout(1) does), so
+that callers can tell "no answer in time" from the tool's own failures."""
 
 
 def run_command(argv: list[str]) -> tuple[int, str]:
@@ -36,7 +39,7 @@ def run_command(argv: list[str]) -> tuple[int, str]:
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} did not finish within {COMMAND_TIMEOUT:g} s"
+        return TIMED_OUT, f"{argv[0]} did not finish within {COMMAND_TIMEOUT:g} s"
     except OSError as exc:
         return 127, f"{argv[0]} could not be run: {exc}"
     return done.returncode, done.stdout

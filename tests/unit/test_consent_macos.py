@@ -9,12 +9,20 @@ from __future__ import annotations
 import hashlib
 import os
 import plistlib
+import sys
 from pathlib import Path
 
 import pytest
 
 from deskhand_d.consent.identity import IdentityUnavailable, Instance
-from deskhand_d.consent.macos import CODESIGN, PS, MacPlatform, parse_designated, parse_ps
+from deskhand_d.consent.macos import (
+    CODESIGN,
+    PS,
+    MacPlatform,
+    parse_designated,
+    parse_ps,
+    proc_pidpath,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "codesign"
 
@@ -136,21 +144,16 @@ def test_parse_designated_none() -> None:
 
 
 def test_parse_ps() -> None:
-    """Five words of start time, then a command that may contain spaces; junk lines skipped."""
+    """A pid and five words of start time per line; junk lines (and a command column, which
+    is not asked for) are skipped."""
     out = (
-        "    1 Mon Jan  1 09:00:00 2024     /sbin/launchd\n"
-        "  412 Tue Feb 13 10:11:12 2024     /Applications/Example Editor.app/Contents/MacOS/Example Editor\n"
+        "    1 Mon Jan  1 09:00:00 2024\n"
+        "  412 Tue Feb 13 10:11:12 2024\n"
+        "  413 Tue Feb 13 10:11:12 2024 /bin/extra\n"
         "garbage line\n"
         "\n"
     )
-    assert parse_ps(out) == [
-        (1, "Mon Jan 1 09:00:00 2024", "/sbin/launchd"),
-        (
-            412,
-            "Tue Feb 13 10:11:12 2024",
-            "/Applications/Example Editor.app/Contents/MacOS/Example Editor",
-        ),
-    ]
+    assert parse_ps(out) == [(1, "Mon Jan 1 09:00:00 2024"), (412, "Tue Feb 13 10:11:12 2024")]
 
 
 # --- signature rules ------------------------------------------------------------------------
@@ -370,22 +373,63 @@ def test_broken_bundle(apps: Path, fake: FakeCommands) -> None:
 # --- running instances ----------------------------------------------------------------------
 
 
-def test_instance(apps: Path, fake: FakeCommands) -> None:
-    """The lowest pid running exactly this executable, with its start time."""
+def test_instance(apps: Path, fake: FakeCommands, tmp_path: Path) -> None:
+    """The lowest pid whose image (the kernel's path, proc_pidpath) is exactly this
+    executable, with its start time; the name a process was launched by does not count."""
     bundle = make_bundle(apps, "Example Editor", "com.example.editor")
     fake.sign(bundle, "developer-id-designated.txt")
-    mac = platform(apps, fake)
+    link = tmp_path / "editor-link"
+    images: dict[int, str] = {}
+    mac = MacPlatform(search_dirs=[str(apps)], run=fake, pidpath=images.get)
     ident = mac.identify("Example Editor")
+    link.symlink_to(ident.path)
+    images.update(
+        {
+            700: ident.path,
+            650: str(link),  # started through a symlink: resolves to the same file
+            600: ident.path + " Helper",
+            1: "/sbin/launchd",
+        }
+    )
     fake.ps = (
         0,
-        f"  700 Tue Feb 13 10:11:12 2024     {ident.path}\n"
-        f"  650 Tue Feb 13 10:00:01 2024     {ident.path}\n"
-        f"  600 Tue Feb 13 09:00:00 2024     {ident.path} Helper\n"
-        "    1 Mon Jan  1 09:00:00 2024     /sbin/launchd\n",
+        "  700 Tue Feb 13 10:11:12 2024\n"
+        "  650 Tue Feb 13 10:00:01 2024\n"
+        "  600 Tue Feb 13 09:00:00 2024\n"
+        "  550 Tue Feb 13 08:00:00 2024\n"  # gone, or not described: never matches
+        "    1 Mon Jan  1 09:00:00 2024\n",
     )
     assert mac.instance(ident) == Instance(650, "Tue Feb 13 10:00:01 2024")
-    assert fake.calls[-1] == [PS, "-axww", "-o", "pid=,lstart=,comm="]
-    fake.ps = (0, "    1 Mon Jan  1 09:00:00 2024     /sbin/launchd\n")
+    assert fake.calls[-1] == [PS, "-axww", "-o", "pid=,lstart="]
+    del images[650], images[700]
     assert mac.instance(ident) is None
     fake.ps = (1, "ps: failed\n")
     assert mac.instance(ident) is None
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="off macOS only")
+def test_proc_pidpath_is_macos_only() -> None:
+    """The libproc lookup is behind the platform check: elsewhere it says nothing."""
+    assert proc_pidpath(os.getpid()) is None
+
+
+@pytest.mark.skipif(sys.platform != "darwin", reason="macOS only: not run on Linux CI")
+def test_proc_pidpath_names_our_own_image() -> None:
+    assert proc_pidpath(os.getpid()) == os.path.realpath(sys.executable)
+
+
+@pytest.mark.parametrize("call", ["-d", "--verify"])
+def test_codesign_timeout_is_reported_not_downgraded(
+    apps: Path, fake: FakeCommands, call: str
+) -> None:
+    """codesign running out of time (a very large bundle) is an error the person sees, never
+    a silent "unverified" identity that could only get task access."""
+    bundle = make_bundle(apps, "Huge", "com.example.huge")
+    timed_out = (124, "/usr/bin/codesign did not finish within 10 s")
+    if call == "-d":
+        fake.display[os.path.realpath(bundle)] = timed_out
+    else:
+        fake.sign(bundle, "developer-id-designated.txt")
+        fake.verify[os.path.realpath(bundle)] = timed_out
+    with pytest.raises(IdentityUnavailable, match=r"codesign did not finish.*within 10 s"):
+        platform(apps, fake).identify("Huge")
