@@ -144,8 +144,9 @@ def test_names_with_mnemonics_and_cell_actions() -> None:
 
 
 def test_order_surfaces() -> None:
-    """A popup first, then the active window, a modal dialog, the rest newest first, tooltips
-    last; hidden ones are left out (showing counts once any window shows it)."""
+    """A popup first, then a modal dialog, the rest newest first (the active one too: without
+    a window manager the window keys went to stays active under a new dialog), tooltips last;
+    hidden ones are left out (showing counts once any window shows it)."""
     frame, dialog, popup, tip, gone = (
         (APP, "/frame"),
         (APP, "/dialog"),
@@ -161,10 +162,9 @@ def test_order_surfaces() -> None:
     ]
     assert apps.order_surfaces(found) == [dialog, frame, tip]  # newest first
     active = [(frame, Role.FRAME, SHOWING | bits(State.ACTIVE)), (dialog, Role.DIALOG, SHOWING)]
-    assert apps.order_surfaces(active) == [frame, dialog]
-    modal = [*active[1:], (frame, Role.FRAME, SHOWING)]
-    modal[0] = (dialog, Role.DIALOG, SHOWING | bits(State.MODAL))
-    assert apps.order_surfaces(modal)[0] == dialog
+    assert apps.order_surfaces(active) == [dialog, frame]
+    modal = [(dialog, Role.DIALOG, SHOWING | bits(State.MODAL)), (frame, Role.FRAME, SHOWING)]
+    assert apps.order_surfaces(modal) == [dialog, frame]  # older, but it holds the app
     assert apps.order_surfaces([*active, (popup, Role.WINDOW, SHOWING)])[0] == popup
     gtk4 = [(frame, Role.FRAME, VISIBLE), (dialog, Role.DIALOG, VISIBLE)]  # no showing at all
     assert apps.order_surfaces(gtk4) == [dialog, frame]

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
+
+import trio
 
 from ..sim import texts
 from . import roles
@@ -94,14 +97,64 @@ async def element_centre(target: Target, node: Node) -> tuple[float, float]:
     return to_screen(target.origin, *centre(box))
 
 
-async def click_element(target: Target, node: Node, button: str, count: int) -> None:
+#: Menu items that run their command when chosen (not the ones that open a submenu).
+LEAF_MENU_ROLES: Final = frozenset({Role.MENU_ITEM, Role.CHECK_MENU_ITEM, Role.RADIO_MENU_ITEM})
+#: List, table and tree cells.
+CELL_ROLES: Final = frozenset({56, 57, 58, 10, 47})
+
+
+async def click_element(
+    target: Target, node: Node, button: str, count: int, *, gtk3: bool = False
+) -> None:
+    """Click ``node``: its press-like action, else the pointer at its centre.
+
+    ``gtk3``: the app is a GTK 3 one, whose screen coordinates are right. A menu item is then
+    chosen and a list cell clicked with the pointer, at the centre of its screen rectangle, as
+    a person does. GTK 3 runs a menu item's command inside the ``DoAction`` call, so a command
+    that opens a dialog with ``gtk_dialog_run`` (Geany's Help > About) keeps the app from
+    answering anything on the accessibility bus until that dialog closes; a pointer click is
+    handled in the app's own loop. A cell's only press-like action activates its row (a double
+    click's work) where a click selects it. The open menu lies on top, and a cell answers only
+    while it is in view, so the click reaches them (and the input guard checks that it does).
+    """
     primary = roles.primary_action(node.actions)
-    if button == "left" and primary is not None:
+    by_pointer = gtk3 and node.role in LEAF_MENU_ROLES | CELL_ROLES and button == "left"
+    if button == "left" and primary is not None and not by_pointer:
         for _ in range(count):
             await _do_action(target.bus, node.ref, primary)
         return
-    x, y = await element_centre(target, node)
+    if by_pointer:
+        try:
+            box = await extents(target.bus, node.ref)
+        except BusError:
+            raise ToolError(texts.STALE_ELEMENT) from None
+        if box[2] <= 0 or box[3] <= 0:
+            raise ToolError(texts.server_error(-10005, "the element is not on screen"))
+        x, y = centre(box)
+    else:
+        x, y = await element_centre(target, node)
     await _x11(target, "click", x, y, button, count)
+    if by_pointer and node.role in LEAF_MENU_ROLES:
+        await _menu_closed(target.bus, node.ref)
+
+
+#: How long a chosen menu item may take to close its menu (GTK closes it, then runs it).
+MENU_CLOSE_S: Final = 1.0
+
+
+async def _menu_closed(bus: Bus, ref: Ref) -> None:
+    """Wait (at most :data:`MENU_CLOSE_S`) until a chosen menu item is no longer showing: GTK 3
+    closes the menu and then runs the item's command in the same turn of its loop, so the
+    command has run by then, as it has when ``DoAction`` answers."""
+    with trio.move_on_after(MENU_CLOSE_S):
+        while True:
+            try:
+                (state,) = await bus.call(ref, "org.a11y.atspi.Accessible", "GetState")
+            except BusError:
+                return  # the item went with its menu
+            if not roles.has(roles.states_from_words(state), State.SHOWING):
+                return
+            await trio.sleep(0.02)
 
 
 async def click_point(target: Target, x: float, y: float, button: str, count: int) -> None:

@@ -3,8 +3,8 @@
 What this owns: listing the applications registered with the AT-SPI registry (name, process,
 executable), choosing an application's window the way a person would see it (the active one,
 else the first visible one) and listing all of its surfaces in the order the person deals with
-them (:func:`order_surfaces`: a popup first, then the active window, a modal dialog, the other
-windows newest first, tooltips last), the window's screen rectangle, and launching an installed
+them (:func:`order_surfaces`: a popup first, then a modal dialog, the other windows newest
+first, tooltips last), the window's screen rectangle, and launching an installed
 app the way Sky does when ``get_app_state`` names one that is not running, then waiting until its
 window is there and has settled. A process counts as "already running" only when it belongs to
 this desktop (:func:`same_desktop`): another display or session bus is someone else's desktop,
@@ -115,8 +115,10 @@ def order_surfaces(candidates: Sequence[tuple[Ref, int, int]]) -> list[Ref]:
 
     On screen: visible, and showing too when the toolkit keeps that up to date (GTK 3 does for
     windows; when no window is showing, none is required to be). Order: a popup (it holds the
-    pointer and keyboard while open), the active window, a modal dialog, the remaining windows
-    newest first (a new window opens on top of the older ones), tooltips last.
+    pointer and keyboard while open), a modal dialog, the other windows newest first (a new
+    window opens on top of the older ones), tooltips last. The active window does not come
+    first: without a window manager the one the keys were last sent to stays active while a
+    dialog opens on top of it.
     """
     shown = [c for c in candidates if roles.has(c[2], State.VISIBLE)]
     if any(roles.has(states, State.SHOWING) for _, _, states in shown):
@@ -128,12 +130,10 @@ def order_surfaces(candidates: Sequence[tuple[Ref, int, int]]) -> list[Ref]:
             group = 4
         elif role in _POPUP_ROLES:
             group = 0
-        elif roles.has(states, State.ACTIVE):
-            group = 1
         elif roles.has(states, State.MODAL):
-            group = 2
+            group = 1
         else:
-            group = 3
+            group = 2
         return group, -at
 
     return [shown[at][0] for at in sorted(range(len(shown)), key=rank)]

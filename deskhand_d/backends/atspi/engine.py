@@ -36,7 +36,7 @@ from . import actions, apps, gmenu, render
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
-from .model import Node, Ref
+from .model import APPLICATION, Node, Ref
 from .screen import Screen
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
 from .x11guard import Guard, InputStopped
@@ -194,6 +194,7 @@ class Backend:
         self._walked: set[str] = set()  # apps (bus names) walked live once: cache allowed
         self._no_cache: set[str] = set()
         self._facts: dict[str, dict[Ref, Facts]] = {}  # per app: what never changes per object
+        self._toolkits: dict[str, int | None] = {}  # per app: its toolkit's major version
         self._entries = apps.Entries(self.env)
         self.launched: list[trio.Process] = []
         self._acted_at = float("-inf")  # when input was last sent (screenshots settle after it)
@@ -451,6 +452,21 @@ class Backend:
         await actions.check_alive(self.bus, node)
         return node
 
+    async def _toolkit_major(self, session: Session) -> int | None:
+        """The major version of the app's toolkit (``Application.Version``: GTK says
+        ``3.24.38`` or ``4.8.3``), read once per app; None when it does not say."""
+        name = session.bus_name
+        if name not in self._toolkits:
+            major: int | None = None
+            try:
+                ref = (name, session.app.ref_path)
+                version = str(await self.bus.get(ref, APPLICATION, "Version"))
+                major = int(version.split(".")[0])
+            except (Gone, CallFailed, BusTimeout, ValueError):
+                pass
+            self._toolkits[name] = major
+        return self._toolkits[name]
+
     @staticmethod
     def _in_window(where: actions.Target, session: Session, node: Node) -> actions.Target:
         """``where`` measured from the window ``node`` is in (a dialog is not at the origin
@@ -474,7 +490,11 @@ class Backend:
             if isinstance(args.get("element_index"), str):
                 node = await self._live_element(session, args["element_index"])
                 await actions.click_element(
-                    self._in_window(where, session, node), node, button, count
+                    self._in_window(where, session, node),
+                    node,
+                    button,
+                    count,
+                    gtk3=await self._toolkit_major(session) == 3,
                 )
                 return None
             x, y = args.get("x"), args.get("y")

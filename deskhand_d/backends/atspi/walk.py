@@ -13,8 +13,9 @@ mid-walk (:class:`~.bus.Gone`) is simply not in the tree.
 
 Rectangles are read in screen coordinates, so every object is measured from one origin: GTK 3
 answers screen coordinates correctly (its table cells answer nonsense for window ones), GTK 4
-answers window coordinates whatever is asked, which is the same origin for one window. Text is read up to the object's character count: GTK 3's table
-cells crash their application when asked for text past their end.
+answers window coordinates whatever is asked, which is the same origin for one window. Text is
+read up to the object's character count: GTK 3's table cells crash their application when asked
+for text past their end.
 
 GTK 4 creates its accessible objects lazily: ``org.a11y.atspi.Cache.GetItems`` lists only
 objects some client has already asked for, so the first walk of an application is always
