@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the Linux AT-SPI backend, its tests and the demo need on Debian/Ubuntu: a virtual
-# X server, the session and accessibility buses, a GTK 4 and a GTK 3 test app, Debian's libatspi
+# X server, the session and accessibility buses, GTK 4 and GTK 3 test apps, Debian's libatspi
 # through python3-gi (the reference client for benchmarks) and OCR to read screenshots back in
 # tests. Idempotent: it installs only what is missing, so a second run needs no network.
 set -euo pipefail
@@ -12,6 +12,8 @@ packages=(
   gnome-calculator               # GTK 4 test app
   galculator                     # GTK 3 test app
   mousepad gnome-text-editor     # GTK 3 and GTK 4 editors: input-target and real-app tests
+  geany                          # GTK 3 menu bar, check items, a modal dialog: real-app tests
+  gucharmap                      # GTK 3 long list (Character Map's scripts): real-app tests
   gir1.2-gtk-3.0                 # the tests' witness app (GTK 3 through python3-gi)
   python3-gi gir1.2-atspi-2.0    # libatspi through GI: reference dumps, never in the daemon
   xdotool x11-utils              # optional: poking at the display by hand (xdotool, xwininfo)
