@@ -5,7 +5,10 @@ Each backend is a real child process speaking MCP over stdio, driven by the same
 first, renumbered after every action), a real task (6 + 7 = on Calculator shows 13), and the
 exact Sky error texts for stale and invalid indexes, non-settable elements, unknown secondary
 actions, bad scroll directions, unknown apps, missing arguments and actions before an
-observation. The AT-SPI backend runs against the real gnome-calculator (GTK4) in a private
+observation, and the grammar rules both backends keep: flags and roles from Sky's vocabulary
+(plus the role words the Linux backend adds), values of checkable elements as 1 or 0, and the
+``Window:`` line naming the first root (the surface the person deals with first; further
+windows and the menu bar are later roots at depth 0). The AT-SPI backend runs against the real gnome-calculator (GTK4) in a private
 desktop (Xvfb, its own session and accessibility buses) that the suite starts and tears down.
 """
 
@@ -24,6 +27,7 @@ from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import McpChild, ToolResult
 
 from deskhand_d.backends import doctor, surface
+from deskhand_d.backends.atspi import roles as atspi_roles
 from deskhand_d.backends.sim import texts
 from deskhand_d.jev import ax as ax
 from deskhand_d.jev.types import Element
@@ -198,3 +202,80 @@ def test_unknown_app_missing_argument_and_action_before_observing(child: McpChil
     assert missing.is_error and missing.text == texts.missing_argument("app")
     early = child.call("click", app="Calculator", element_index="1")
     assert early.is_error and early.text == texts.not_active("Calculator")
+
+
+#: Sky's flags (sky-protocol.md, 6.1).
+SKY_FLAGS = frozenset(
+    {"disabled", "settable", "string", "float", "integer", "selected", "selectable"}
+    | {"expanded", "collapsed"}
+)
+#: Role words seen in Sky captures (sky-protocol.md, 6.1), the empty role among them.
+SKY_ROLES = frozenset(
+    {
+        "",
+        "standard window",
+        "split group",
+        "container",
+        "scroll area",
+        "text",
+        "button",
+        "toolbar",
+        "close button",
+        "zoom button",
+        "minimize button",
+        "full screen button",
+        "menu bar",
+        "grid",
+        "list",
+        "image",
+        "radio button",
+        "text field",
+        "search field",
+        "text entry area",
+        "link",
+        "heading",
+        "content list",
+        "HTML content",
+        "row",
+        "outline",
+        "cell",
+        "collection",
+        "section",
+        "slider",
+        "scroll bar",
+        "value indicator",
+        "increment arrow button",
+        "splitter",
+        "pop up button",
+        "disclosure triangle",
+        "switch",
+        "unknown",
+        "Event",
+    }
+)
+_CHECKABLE = ("checkbox", "radio button", "switch")
+
+
+def test_flags_roles_and_ticks_keep_to_the_vocabulary(child: McpChild, backend: Backend) -> None:
+    """Every flag is one of Sky's; every role is Sky's or one the Linux backend prints; a
+    check box, radio button or switch says 1 or 0."""
+    _, tree = observe(child, backend)
+    allowed = SKY_ROLES | atspi_roles.ALL_WORDS
+    for element in tree.elements:
+        assert set(element.states) <= SKY_FLAGS, element.raw
+        assert element.role in allowed, element.raw
+        if element.role in _CHECKABLE and "Value" in element.attributes:
+            assert element.attributes["Value"] in ("0", "1"), element.raw
+
+
+def test_window_line_names_the_first_root(child: McpChild, backend: Backend) -> None:
+    """The Window: title is the first root's; every other element at depth 0 starts another
+    root (a further window, a dialog, the menu bar) and the numbering runs on through it."""
+    _, tree = observe(child, backend)
+    first = tree.elements[0]
+    assert first.depth == 0 and tree.window
+    assert first.label.split(",")[0].strip() == tree.window
+    roots = [e.index for e in tree.elements if e.depth == 0]
+    assert roots[0] == 0
+    for at in roots[1:]:
+        assert tree.elements[at - 1].index == at - 1  # contiguous across roots

@@ -233,6 +233,10 @@ _WORDS: Final[dict[int, str]] = {
     130: "switch",  # added after at-spi2-core 2.46 (there: "last defined")
 }
 
+#: Every role word :func:`role_words` can print.
+ALL_WORDS: Final = frozenset(
+    {*_WORDS.values(), "menu bar item", "text field", "text entry area", "text"}
+)
 #: Table, tree and list cells (GTK 3 gives them the same actions whatever they can do).
 _CELL_ROLES: Final = frozenset({56, 57, 58, 10, 47, 32, 91, 90})
 #: Roles whose checked state Sky shows as ``Value: 1`` / ``Value: 0``.
