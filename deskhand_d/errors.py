@@ -327,8 +327,120 @@ class CoordinatesNeedScreenshot(StateError):
     code = "coordinates_need_screenshot"
 
 
+class CoordinatesOutsideWindow(DeskhandError):
+    """A click's or drag's point lies outside the app's window as the observation's screenshot
+    shows it. ``data``: ``x``, ``y`` and, when known, ``width`` and ``height`` (the screenshot's
+    size in pixels; points count from its top-left corner). Refused before dispatch when the
+    screenshot's size is known; the backend's own refusal of such a point (its
+    ``invalidParameter``) gets the same code with ``delivery: dispatched``."""
+
+    code = "coordinates_outside_window"
+    default_delivery = "refused"
+
+
+class BackendRefused(DeskhandError):
+    """The backend refused the call because of its arguments or its target, and said so in its
+    own terms; the message says in ours what was wrong and what to do, and
+    ``data.backend_text`` keeps the backend's text. Nothing was done on the desktop, except
+    where the message says to look. Each subclass is one case with its own code."""
+
+    code = "backend_refused"
+    default_delivery = "dispatched"
+
+
+class InvalidArgument(BackendRefused):
+    """An argument the backend found invalid that no more precise code covers."""
+
+    code = "invalid_argument"
+
+
+class ElementGone(BackendRefused):
+    """The element index no longer names an element: the app changed since the observation."""
+
+    code = "element_gone"
+
+
+class ElementNotOnScreen(BackendRefused):
+    """The element has no place on screen (hidden or scrolled away), so it cannot be clicked."""
+
+    code = "element_not_on_screen"
+
+
+class ElementNotSettable(BackendRefused):
+    """``set_value`` on an element that takes no value."""
+
+    code = "element_not_settable"
+
+
+class ValueInvalid(BackendRefused):
+    """``set_value`` with a value the element cannot take (a number element given words)."""
+
+    code = "value_invalid"
+
+
+class SecondaryActionUnknown(BackendRefused):
+    """``perform_secondary_action`` with an action the element does not list."""
+
+    code = "secondary_action_unknown"
+
+
+class TextNotFound(BackendRefused):
+    """``select_text``: the text (with its prefix and suffix) is not in the element."""
+
+    code = "text_not_found"
+
+
+class TextNotSelectable(BackendRefused):
+    """``select_text`` on an element whose text cannot be selected."""
+
+    code = "text_not_selectable"
+
+
+class KeyUnknown(BackendRefused):
+    """``press_key`` with a key name the backend does not know."""
+
+    code = "key_unknown"
+
+
+class CharacterNotTypable(BackendRefused):
+    """``type_text`` with a character the backend has no key for."""
+
+    code = "character_not_typable"
+
+
+class AppNotFound(BackendRefused):
+    """The backend knows no app by the name given."""
+
+    code = "app_not_found"
+
+
+class AppForbidden(BackendRefused):
+    """The backend never operates this app: its safety list or an organization's policy
+    (``data.reason``: ``safety`` or ``organization_policy``). Deskhand cannot override it."""
+
+    code = "app_forbidden"
+
+
+class AppAmbiguous(BackendRefused):
+    """The identifier given names several apps; a name or full path tells them apart."""
+
+    code = "app_ambiguous"
+
+
+class AppNotRunning(BackendRefused):
+    """The app the observation came from is no longer running."""
+
+    code = "app_not_running"
+
+
+class NoWindow(BackendRefused):
+    """The app has no window the backend can see or capture (none open, minimized, hidden)."""
+
+    code = "no_window"
+
+
 class RecoveryPending(DeskhandError):
-    """The app changed under us; every op is refused until a fresh get_app_state succeeds."""
+    """The app changed under us; every op is refused until a fresh observation of it succeeds."""
 
     code = "recovery_pending"
     default_delivery = "refused"

@@ -25,6 +25,7 @@ remembers, and otherwise asks the requesting client a ``question`` of kind ``app
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,6 +40,7 @@ from deskhand_d.consent import model
 from deskhand_d.consent.grants import GrantsStore, SavedGrant
 from deskhand_d.consent.identity import AppIdentity, IdentityPlatform, IdentityUnavailable
 from deskhand_d.consent.model import Choice, TaskConsent
+from deskhand_d.words import PROTOCOL, Words
 
 log = structlog.get_logger("deskhand.consent")
 
@@ -143,11 +145,13 @@ class ConsentGate:
         client: str,
         task_id: int,
         instance: int | None = None,
+        words: Words = PROTOCOL,
     ) -> Admission:
         """Allow the dispatch or raise ConsentDenied / AppUnidentified / IdentityChanged.
 
         ``task_id`` identifies the task for serializing questions (the session object's id is
-        fine); ``instance`` is the pid the caller's observation saw, for actions.
+        fine); ``instance`` is the pid the caller's observation saw, for actions; ``words``
+        name the next step in a refusal for the caller's client.
         """
         identity = await self.identify(app)
         decision = model.decide(
@@ -156,12 +160,12 @@ class ConsentGate:
         if isinstance(decision, model.Allow):
             return Admission(identity, decision.source)
         if isinstance(decision, model.Deny):
-            raise self._denied(identity, "refused_this_task")
+            raise self._denied(identity, "refused_this_task", words)
         key = (task_id, identity.key)
         lock = self._selecting.setdefault(key, trio.Lock())
         try:
             async with lock:
-                return await self._settle(task, identity, ask, client, instance)
+                return await self._settle(task, identity, ask, client, instance, words)
         finally:
             if not lock.locked() and not lock.statistics().tasks_waiting:
                 self._selecting.pop(key, None)
@@ -173,6 +177,7 @@ class ConsentGate:
         ask: ConsentAsker | None,
         client: str,
         instance: int | None,
+        words: Words,
     ) -> Admission:
         # Decide again: the request we queued behind may have settled it.
         generation = self.generation()
@@ -182,9 +187,9 @@ class ConsentGate:
         if isinstance(decision, model.Allow):
             return Admission(identity, decision.source)
         if isinstance(decision, model.Deny):
-            raise self._denied(identity, "refused_this_task")
+            raise self._denied(identity, "refused_this_task", words)
         if ask is None:
-            raise self._denied(identity, "no_one_to_ask")
+            raise self._denied(identity, "no_one_to_ask", words)
         epoch = self.revocations
         self.questions_asked += 1
         text = self.question_text(identity, client, restarted=decision.restarted)
@@ -192,11 +197,11 @@ class ConsentGate:
         if choice not in decision.choices:
             choice = "deny"
         if self.revocations != epoch:
-            raise self._denied(identity, "revoked_meanwhile")
+            raise self._denied(identity, "revoked_meanwhile", words)
         log.info("consent.answered", app=identity.app, kind=identity.kind, choice=choice)
         if choice == "deny":
             task.record(identity, "deny", generation=generation)
-            raise self._denied(identity, "declined")
+            raise self._denied(identity, "declined", words)
         if choice == "always":
 
             def save(file: object) -> bool:
@@ -208,7 +213,7 @@ class ConsentGate:
                 return True
 
             if not await self.store.mutate(save):
-                raise self._denied(identity, "revoked_meanwhile")
+                raise self._denied(identity, "revoked_meanwhile", words)
         # Cold selection: the person took their time; check the program again before it is
         # launched or touched.
         again = await self.identify(identity.app, fresh=True)
@@ -231,13 +236,20 @@ class ConsentGate:
         ask: ConsentAsker | None,
         client: str,
         task_id: int,
+        words: Words = PROTOCOL,
     ) -> None:
         """After an observation: bind the task grant to the process the backend saw, or, if
         the grant belongs to another process (the app restarted), ask again first."""
         if admission.source != "task" or model.after_observation(task, admission.identity, pid):
             return
         again = await self.admit(
-            task, admission.identity.app, ask=ask, client=client, task_id=task_id, instance=pid
+            task,
+            admission.identity.app,
+            ask=ask,
+            client=client,
+            task_id=task_id,
+            instance=pid,
+            words=words,
         )
         model.after_observation(task, again.identity, pid)
 
@@ -311,17 +323,44 @@ class ConsentGate:
             + " or deny?"
         )
 
-    @staticmethod
-    def _denied(identity: AppIdentity, reason: str) -> E.ConsentDenied:
-        why = {
-            "refused_this_task": "you already said no for this task",
-            "declined": "you said no",
-            "no_one_to_ask": "the client cannot ask you (no terminal or no question support)",
-            "revoked_meanwhile": "access was revoked while the question was open",
-        }[reason]
+    def revoked_grant(self, identity: AppIdentity) -> bool:
+        """Is there a revoked saved grant for exactly this program (which ``grants restore``
+        would give back)?"""
+        return any(
+            not g.active and g.key == identity.key and g.path == identity.path for g in self.saved()
+        )
+
+    def _denied(self, identity: AppIdentity, reason: str, words: Words) -> E.ConsentDenied:
+        """The refusal, with the next step that is true for this case and this client."""
+        app, person = identity.app, words.person()
+        if reason == "declined":
+            text = (
+                f"{person} said no. Nothing was sent, and Deskhand does not ask again in this "
+                f"turn; it asks again in a new turn ({words.new_turn()})"
+            )
+        elif reason == "refused_this_task":
+            text = (
+                f"{person} already said no to it in this turn, and Deskhand does not ask twice "
+                f"in one turn. Nothing was sent; it asks again in a new turn "
+                f"({words.new_turn()})"
+            )
+        elif reason == "no_one_to_ask":
+            text = f"{words.cannot_ask(identity.verifiable)}. Nothing was sent"
+        else:  # revoked_meanwhile
+            text = (
+                "access to it was revoked while the question was open. Nothing was sent; "
+                "`deskhandctl grants list` shows what is allowed now"
+            )
+        data: dict[str, object] = {"app": app, "reason": reason}
+        if reason != "revoked_meanwhile" and self.revoked_grant(identity):
+            data["revoked_grant"] = True
+            text += (
+                f". {person[:1].upper()}{person[1:]} saved a grant for this exact program "
+                f"earlier and revoked it: `deskhandctl grants restore {shlex.quote(app)}` gives "
+                "it back"
+            )
         return E.ConsentDenied(
-            f"Deskhand may not operate {identity.app!r}: {why}. Nothing was sent. Ask the "
-            "person; they decide on their next request, or with `deskhandctl grants restore`.",
-            data={"app": identity.app, "reason": reason},
+            f"Deskhand may not operate {app!r}: {text}.",
+            data=data,
             delivery="refused",
         )

@@ -36,7 +36,7 @@ class AxParseError(ValueError):
 
 
 def refusal(what: str) -> AxParseError:
-    return AxParseError(f"The text is {what}; observe again (get_app_state) for a full tree.")
+    return AxParseError(f"The text is {what}; observe the app again for a full tree.")
 
 
 def read(text: str) -> Read:

@@ -15,6 +15,7 @@ import trio
 from deskhand_d import errors as E
 from deskhand_d.jev.types import Prepared
 from deskhand_d.native.service import Caller, NativeService, refused_if_raised
+from deskhand_d.words import action
 
 WAIT_S = 0.5
 
@@ -61,7 +62,8 @@ class ServiceDesk:
         res = await service.dispatch_action(caller, tool, app, args)
         if res.output.is_error:
             raise E.BackendError(
-                f"the backend reported an error for {tool}: {res.output.text.strip()[:300]}",
+                f"the backend reported an error for {action(tool)}: "
+                f"{res.output.text.strip()[:300]}",
                 data={"app": app},
                 delivery="dispatched",
             )

@@ -16,13 +16,20 @@ from dataclasses import dataclass
 
 from deskhand_d.jev.types import Candidate
 
-INSTRUCTION = (
-    "Jev handed this step back to you. Look at the current state first: the goal may already be "
-    "reached. Otherwise choose the next step yourself with the native tools, inside what the "
-    "person already asked for and within the remaining steps. Do not repeat the call that "
-    "failed, do not reuse old element indices, do not raise budgets or thresholds; ask the "
-    "person only for missing intent or permission, or a real blocker."
-)
+
+def instruction(native: str) -> str:
+    """What the calling agent is told to do with a handoff; ``native`` names the native
+    actions in its client's words (:meth:`deskhand_d.words.Words.act_under_handoff`)."""
+    return (
+        "Jev handed this step back to you. Look at the current state first: the goal may "
+        f"already be reached. Otherwise choose the next step yourself with {native}, inside "
+        "what the person already asked for and within the remaining steps. Do not repeat the "
+        "call that failed, do not reuse old element indices, do not raise budgets or "
+        "thresholds; ask the person only for missing intent or permission, or a real blocker."
+    )
+
+
+INSTRUCTION = instruction("the native tools")
 MAX_CANDIDATES = 12
 
 

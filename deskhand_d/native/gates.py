@@ -8,12 +8,14 @@ after these, in :mod:`deskhand_d.native.service`.
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping
 
 from deskhand_d import errors as E
 from deskhand_d.config import Config
 from deskhand_d.native import allowlist
 from deskhand_d.native.sessions import Session
+from deskhand_d.words import PROTOCOL, Words
 
 
 class Gates:
@@ -65,7 +67,7 @@ class Gates:
         if not allowlist.is_allowed(app, self.allowed_apps()):
             raise E.AppNotAllowed(
                 f"{app!r} is not on the allowlist, so nothing was sent; only the person may add "
-                f"it, with `deskhandctl apps add {app!r}`",
+                f"it, with `deskhandctl apps add {shlex.quote(app)}`",
                 data={"app": app},
                 delivery="refused",
             )
@@ -74,11 +76,14 @@ class Gates:
         if session.recovery and not (observing and app in session.recovery):
             pending = ", ".join(sorted(session.recovery))
             raise E.RecoveryPending(
-                f"the person changed {pending}; call get_app_state for it before anything else",
+                f"the person changed {pending}, so nothing was sent; observe it again before "
+                "anything else",
                 data={"apps": sorted(session.recovery)},
             )
 
-    def check_mode(self, session: Session, app: str, token: str | None = None) -> None:
+    def check_mode(
+        self, session: Session, app: str, token: str | None = None, words: Words = PROTOCOL
+    ) -> None:
         """In jev mode a native action needs the active planner handoff for this app."""
         if session.mode != "jev":
             return
@@ -93,7 +98,8 @@ class Gates:
         if why is not None:
             raise E.HandoffRequired(
                 f"this session is in jev mode, so native actions need Jev's planner handoff for "
-                f"this app ({why}); run the task with `run`, or the person may switch modes with "
-                "`deskhandctl mode native`",
+                f"this app ({why}); nothing was sent. Hand the goal to Jev with {words.run()}, "
+                f"or the person may switch this session to native mode with "
+                f"{words.set_mode('native')}",
                 data={"app": app},
             )

@@ -41,7 +41,7 @@ def command_for(app: str, platform: str = sys.platform) -> list[str]:
 
 async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
     if backend_kind == "sim":
-        return "the simulated desktop opens its apps on get_app_state; nothing to launch"
+        return "the simulated desktop opens its apps when they are observed; nothing to launch"
     argv = command_for(app)
     try:
         with trio.fail_after(timeout_s):
@@ -67,4 +67,4 @@ async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
             f"launching {app!r} failed ({argv[0]} exited {done.returncode}: {why[0][:200]})",
             delivery="refused",
         )
-    return f"asked the system to open {app!r}; observe it with get_app_state"
+    return f"asked the system to open {app!r}; observe it once it is open"

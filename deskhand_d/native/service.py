@@ -27,13 +27,15 @@ from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind
-from deskhand_d.native import treeinfo
+from deskhand_d.native import toolerrors, treeinfo
 from deskhand_d.native.gates import Gates
+from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.launch import launch as launch_app
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
 from deskhand_d.native.verdicts import raise_for_kind
+from deskhand_d.words import PROTOCOL, Words, action
 
 if TYPE_CHECKING:
     from deskhand_d.audit import AuditLog
@@ -54,6 +56,7 @@ class Caller:
     ask: Asker | None  # None: the client cannot answer questions (prompts get cancel)
     consent: ConsentAsker | None = None  # asks the person about an app (None: cannot)
     run_id: str = ""  # the Jev run this call belongs to, for the audit log
+    words: Words = PROTOCOL  # how messages name the next step for this client
 
     @property
     def owner(self) -> str:
@@ -117,6 +120,7 @@ class NativeService(Gates):
             client=caller.client,
             task_id=id(session),
             instance=instance,
+            words=caller.words,
         )
 
     async def revoke(self, app: str, by: str) -> tuple[list[SavedGrant], int, str]:
@@ -159,9 +163,10 @@ class NativeService(Gates):
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
         out = res.output
-        raise_for_kind(caller.session, app, res, observing=True)
+        raise_for_kind(caller.session, app, res, observing=True, words=caller.words)
         if out.is_error:
-            raise E.BackendError(
+            known = toolerrors.explain("get_app_state", {"app": app}, app, out.text, caller.words)
+            raise known or E.BackendError(
                 f"the backend could not observe {app!r}: {out.text.strip()[:500]}",
                 data={"app": app, "text": out.text[:2000]},
             )
@@ -181,6 +186,7 @@ class NativeService(Gates):
                 ask=caller.consent,
                 client=caller.client,
                 task_id=id(session),
+                words=caller.words,
             )
         except E.DeskhandError as exc:
             exc.delivery = "dispatched"
@@ -194,7 +200,13 @@ class NativeService(Gates):
         out = res.output
         image = out.images[0] if out.images else None
         shot = image.decode() if image is not None else None
-        state_id = self._mint(caller.session, app, info, has_screenshot=shot is not None)
+        state_id = self._mint(
+            caller.session,
+            app,
+            info,
+            has_screenshot=shot is not None,
+            screenshot_size=image_size(shot) if shot is not None else None,
+        )
         return Outcome(
             text=out.text,
             delivery="dispatched",
@@ -221,7 +233,7 @@ class NativeService(Gates):
             self.check_unlocked()
             self.check_app(app)
             self.check_recovery(session, app, observing=False)
-            self.check_mode(session, app, handoff)
+            self.check_mode(session, app, handoff, caller.words)
             self.queue.check_room()  # before the stateId is spent: a retry can reuse it
             used = session.states.consume(
                 state_id,
@@ -233,7 +245,7 @@ class NativeService(Gates):
             await self.admit(caller, app, instance=used.pid)
         under_handoff = session.mode == "jev"
         try:
-            res = await self.dispatch_action(caller, tool, app, args)
+            res = await self.dispatch_action(caller, tool, app, args, bounds=used.screenshot_size)
         except E.DeskhandError as exc:
             if under_handoff and exc.delivery in ("dispatched", "partial", "unknown"):
                 self.spend_handoff(session)
@@ -268,29 +280,41 @@ class NativeService(Gates):
                 session.handoff = None
 
     async def dispatch_action(
-        self, caller: Caller, tool: str, app: str, args: dict[str, Any]
+        self,
+        caller: Caller,
+        tool: str,
+        app: str,
+        args: dict[str, Any],
+        *,
+        bounds: tuple[int, int] | None = None,
     ) -> CallResult:
-        """Send one action (every gate already passed) and read what its result means."""
+        """Send one action (every gate already passed) and read what its result means: a
+        refusal the backend gave in its own terms becomes ours (:mod:`.toolerrors`); other
+        errors stay an ``ok: false`` result. ``bounds``: the observation's screenshot size."""
         session = caller.session
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
-        raise_for_kind(session, app, res, observing=False)
+        raise_for_kind(session, app, res, observing=False, words=caller.words)
         if not res.usable:
             session.launch_banned.add(app)
             raise E.OutcomeUnknown(
-                f"{tool} was answered while an approval was still open; whether it took effect "
-                "is unknown, so observe again",
+                f"{action(tool)} was answered while an approval was still open; whether it "
+                "took effect is unknown, so observe again",
                 data={"app": app},
             )
         if out.is_error and "The user changed" in out.text:
             session.recovery.add(app)
             session.invalidate("the person changed the app")
             raise E.StateChanged(
-                f"the person changed {app!r} meanwhile; call get_app_state for it before "
-                "anything else",
-                data={"app": app, "text": out.text[:2000]},
+                f"the person changed {app!r} meanwhile, so nothing was done; observe it again "
+                f"({caller.words.observe(app)}) before anything else",
+                data={"app": app, "backend_text": out.text[:2000]},
                 delivery="dispatched",
             )
+        if out.kind is Kind.TOOL_ERROR:
+            known = toolerrors.explain(tool, args, app, out.text, caller.words, bounds=bounds)
+            if known is not None:
+                raise known
         return res
 
     def _mint(
@@ -301,6 +325,7 @@ class NativeService(Gates):
         *,
         has_screenshot: bool,
         action_returned: bool = False,
+        screenshot_size: tuple[int, int] | None = None,
     ) -> str:
         return session.states.mint(
             StateRecord(
@@ -310,6 +335,7 @@ class NativeService(Gates):
                 created=trio.current_time(),
                 indices=info.indices,
                 has_screenshot=has_screenshot,
+                screenshot_size=screenshot_size,
                 backend_generation=self.backend.processes_started,
                 identity=info.identity,
                 pid=info.pid,
@@ -429,8 +455,8 @@ class NativeService(Gates):
         except OSError as exc:
             cause = exc.strerror or type(exc).__name__
             raise E.AuditUnavailable(
-                f"the audit log {audit.path} cannot be written ({cause}), so {tool} was not "
-                "dispatched; free space there (or repair the directory) and try again",
+                f"the audit log {audit.path} cannot be written ({cause}), so {action(tool)} was "
+                "not dispatched; free space there (or repair the directory) and try again",
                 data={"path": str(audit.path), "cause": cause},
             ) from None
 

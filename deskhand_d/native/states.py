@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from deskhand_d.errors import (
     BadRequest,
     CoordinatesNeedScreenshot,
+    CoordinatesOutsideWindow,
     ElementNotInState,
     StateConsumed,
     StateError,
@@ -42,6 +43,7 @@ class StateRecord:
     indices: frozenset[int]
     has_screenshot: bool
     backend_generation: int
+    screenshot_size: tuple[int, int] | None = None  # (width, height), when its header said
     identity: str = ""  # the App= identity (bundle id) the tree came from
     pid: int | None = None  # the process the App= line named
     action_returned: bool = False
@@ -56,6 +58,7 @@ class Use:
     app: str
     element_index: int | None = None
     coordinates: bool = False
+    points: tuple[tuple[float, float], ...] = ()  # a click's point, or a drag's two
 
 
 def new_state_id(token: Callable[[int], str] = secrets.token_hex) -> str:
@@ -94,8 +97,8 @@ class StateBook:
         rec = self._records.get(state_id)
         if rec is None:
             raise StateUnknown(
-                "this stateId is not known in this session; call get_app_state and use the "
-                "stateId it returns"
+                "this stateId is not known in this session; observe the app and use the stateId "
+                "that observation returns"
             )
         if rec.consumed:
             raise StateConsumed("this stateId was already used; each one works once: observe again")
@@ -127,9 +130,29 @@ class StateBook:
             why = "came back from an action" if rec.action_returned else "had no screenshot"
             raise CoordinatesNeedScreenshot(
                 f"coordinates need an observation with a screenshot, and this one {why}; "
-                "call get_app_state and use its stateId"
+                "observe the app and use that observation's stateId"
             )
+        if use.points and rec.screenshot_size is not None:
+            check_points(rec.app, use.points, rec.screenshot_size)
         return rec
+
+
+def check_points(app: str, points: tuple[tuple[float, float], ...], size: tuple[int, int]) -> None:
+    """Every point lies in the screenshot (``size``: width, height), else
+    :class:`CoordinatesOutsideWindow` naming the first one outside and the bounds."""
+    width, height = size
+    for n, (x, y) in enumerate(points):
+        if 0 <= x < width and 0 <= y < height:
+            continue
+        which = ("the drag's start", "the drag's end")[n] if len(points) == 2 else "the point"
+        raise CoordinatesOutsideWindow(
+            f"{which} ({x:g}, {y:g}) is outside the window of {app!r}: the observation's "
+            f"screenshot is {width}x{height} pixels, so x must be from 0 to {width - 1} and y "
+            f"from 0 to {height - 1}, counted from its top-left corner. Nothing was sent. "
+            "Observe the app again and pick a point inside its window"
+            + ("" if len(points) == 2 else ", or click an element by its index"),
+            data={"app": app, "x": x, "y": y, "width": width, "height": height},
+        )
 
 
 def check_click_target(element_index: int | None, x: float | None, y: float | None) -> None:
@@ -148,5 +171,6 @@ __all__ = [
     "StateRecord",
     "Use",
     "check_click_target",
+    "check_points",
     "new_state_id",
 ]

@@ -11,9 +11,12 @@ from deskhand_d import errors as E
 from deskhand_d.mcp.connection import CallResult
 from deskhand_d.mcp.results import Kind, Shortfall
 from deskhand_d.native.sessions import Session
+from deskhand_d.words import PROTOCOL, Words
 
 
-def raise_for_kind(session: Session, app: str, res: CallResult, *, observing: bool) -> None:
+def raise_for_kind(
+    session: Session, app: str, res: CallResult, *, observing: bool, words: Words = PROTOCOL
+) -> None:
     kind = res.output.kind
     if kind is Kind.INPUT_STOPPED:
         raise_input_stopped(session, app, res)
@@ -28,8 +31,11 @@ def raise_for_kind(session: Session, app: str, res: CallResult, *, observing: bo
         )
     if kind is Kind.APPROVAL_DECLINED:
         session.launch_banned.add(app)
+        person = words.person()
         raise E.ApprovalDeclined(
-            f"the person declined the approval for {app!r}; do not ask again this turn",
+            f"{person[:1].upper()}{person[1:]} declined the backend's approval for {app!r}, so "
+            f"nothing ran. Leave {app!r} alone for the rest of this turn: in a new turn "
+            f"({words.new_turn()}) the backend asks again",
             data={"app": app, "approval_reason": res.approval_reason},
             delivery="refused",
         )

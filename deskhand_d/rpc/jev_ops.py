@@ -18,7 +18,7 @@ import trio
 from deskhand_d import errors as E
 from deskhand_d import paths
 from deskhand_d.jev.desk import ServiceDesk
-from deskhand_d.jev.handoff import new_handoff
+from deskhand_d.jev.handoff import instruction, new_handoff
 from deskhand_d.jev.loop import TaskLoop
 from deskhand_d.jev.task import Ending, Task, Verify
 from deskhand_d.jev.trace import NoTrace, Recorder, TraceFile
@@ -27,7 +27,7 @@ from deskhand_d.native import allowlist
 from deskhand_d.native.service import Caller
 from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
 from deskhand_d.rpc.handlers import Handler
-from deskhand_d.rpc.native_ops import _caller, _native, _session
+from deskhand_d.rpc.native_ops import _caller, _native, _session, words
 
 if TYPE_CHECKING:
     from deskhand_d.rpc.connection import Connection
@@ -174,7 +174,7 @@ def _result(
             recent_actions=list(h["recent_actions"]),
             candidates=list(h["candidates"]),
             candidates_truncated=bool(h["candidates_truncated"]),
-            instruction=str(h["instruction"]),
+            instruction=instruction(words(conn).act_under_handoff()),
         )
     now = trio.current_time()
     return RunResult(

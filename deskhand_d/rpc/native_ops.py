@@ -2,9 +2,11 @@
 
 Thin: each builds a :class:`~deskhand_d.native.service.Caller` for the requesting session and
 client and hands over to :class:`~deskhand_d.native.service.NativeService`, or changes session
-state directly (turns, modes). All refusals are DeskhandErrors with their own codes. Texts from
-the simulated desktop get its note as their first line here, at the edge, so that every client
-shows it while the daemon's own parsers (stateIds, Jev) read the backend's text unchanged.
+state directly (turns, modes). All refusals are DeskhandErrors with their own codes, and name
+the next step in the words of the connection's client (:func:`words`). Texts from the simulated
+desktop get its note as their first line here, at the edge, and Sky's action receipt (which
+names its own tool) becomes our sentence, so that every client shows them while the daemon's own
+parsers (stateIds, Jev) read the backend's text unchanged.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from deskhand_d.protocol import (
     Unlock,
 )
 from deskhand_d.rpc.handlers import Handler
+from deskhand_d.words import Words, for_client
 
 if TYPE_CHECKING:
     from deskhand_d.rpc.connection import Connection
@@ -76,6 +79,13 @@ def _session(conn: Connection) -> Session:
             "reconnect to start one"
         )
     return conn.session
+
+
+def words(conn: Connection) -> Words:
+    """How messages to this connection's client name the next step."""
+    session = conn.session.name if conn.session is not None else ""
+    kind = conn.client.kind if conn.client else "other"
+    return for_client(kind, session=session, uid=conn.peer.uid)
 
 
 def _caller(conn: Connection, request_id: int) -> Caller:
@@ -102,7 +112,14 @@ def _caller(conn: Connection, request_id: int) -> Caller:
 
     name = conn.client.name if conn.client else "?"
     pid = conn.peer.pid
-    return Caller(session=_session(conn), client=name, pid=pid, ask=ask, consent=consent)
+    return Caller(
+        session=_session(conn),
+        client=name,
+        pid=pid,
+        ask=ask,
+        consent=consent,
+        words=words(conn),
+    )
 
 
 def _shown(conn: Connection, text: str) -> str:
@@ -133,18 +150,23 @@ def _action_args(req: Action) -> tuple[str, dict[str, Any], Use]:
     if isinstance(req, Click):
         check_click_target(req.element_index, req.x, req.y)
         args: dict[str, Any] = {}
+        points: tuple[tuple[float, float], ...] = ()
         if req.element_index is not None:
             args["element_index"] = req.element_index
         else:
+            assert req.x is not None and req.y is not None  # check_click_target made sure
             args["x"], args["y"] = req.x, req.y
+            points = ((req.x, req.y),)
         if req.click_count is not None:
             args["click_count"] = req.click_count
         if req.mouse_button is not None:
             args["mouse_button"] = req.mouse_button
-        return "click", args, Use(req.app, req.element_index, coordinates=req.element_index is None)
+        use = Use(req.app, req.element_index, coordinates=bool(points), points=points)
+        return "click", args, use
     if isinstance(req, Drag):
         args = {"from_x": req.from_x, "from_y": req.from_y, "to_x": req.to_x, "to_y": req.to_y}
-        return "drag", args, Use(req.app, None, coordinates=True)
+        ends = ((req.from_x, req.from_y), (req.to_x, req.to_y))
+        return "drag", args, Use(req.app, None, coordinates=True, points=ends)
     if isinstance(req, PerformSecondaryAction):
         args = {"element_index": req.element_index, "action": req.action}
         return "perform_secondary_action", args, Use(req.app, req.element_index)
@@ -177,12 +199,27 @@ async def action(conn: Connection, req: Action) -> ResultBody:
         tool=tool,
         delivery=out.delivery,
         ok=out.ok,
-        text=_shown(conn, out.text),
+        text=_shown(conn, _receipt(conn, req.app, out.text)),
         state_id=out.state_id,
         screenshot=out.screenshot,
         screenshot_mime=out.screenshot_mime,
         approval_reason=out.approval_reason,
     )
+
+
+RECEIPT = "Action completed. Call `get_app_state` to fetch the updated UI state."
+
+
+def _receipt(conn: Connection, app: str, text: str) -> str:
+    """Sky's receipt line for an action answered without a tree names its own tool; ours
+    names the client's way to observe (such a reply carries no stateId either)."""
+    if RECEIPT not in text:
+        return text
+    ours = (
+        f"Action completed; no tree came back with it. Observe {app!r} again "
+        f"({words(conn).observe(app)}) to see what it did."
+    )
+    return "\n".join(ours if line.strip() == RECEIPT else line for line in text.split("\n"))
 
 
 async def launch_app(conn: Connection, req: LaunchApp) -> ResultBody:

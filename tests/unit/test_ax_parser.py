@@ -80,7 +80,7 @@ def test_crlf_reads_like_lf(name: str) -> None:
 @pytest.mark.parametrize("name", NOT_TREES)
 def test_non_tree_captures_are_refused(name: str) -> None:
     """The Safari diff and the no-change sentence are not trees."""
-    with pytest.raises(ax.AxParseError, match="observe again"):
+    with pytest.raises(ax.AxParseError, match="observe the app again"):
         ax.parse(capture(name))
 
 
@@ -471,7 +471,7 @@ def test_blank_lines_before_the_footer_are_not_part_of_a_value() -> None:
 )
 def test_index_out_of_range(digits: str) -> None:
     """An element numbered beyond 2**53 - 1 is refused (without int() blowing up)."""
-    with pytest.raises(ax.AxParseError, match="observe again"):
+    with pytest.raises(ax.AxParseError, match="observe the app again"):
         ax.parse(f"0 window W\n\t{digits} button B")
     with pytest.raises(ax.AxParseError):
         ax.parse(f"{digits} window W")
@@ -544,7 +544,7 @@ def test_selected_text_tail_is_not_read_as_elements() -> None:
 )
 def test_refused(text: str) -> None:
     """Diffs, partial updates, receipts and trees without elements are refused."""
-    with pytest.raises(ax.AxParseError, match=r"observe again \(get_app_state\) for a full tree"):
+    with pytest.raises(ax.AxParseError, match=r"observe the app again for a full tree"):
         ax.parse(text)
 
 
