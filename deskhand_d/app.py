@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
@@ -181,6 +182,8 @@ async def serve_daemon(
     sock, bound = obtain_listener(cfg, env)
     pid_path = ""
     hub = Hub(config=cfg, socket_path=bound.path, env=env)
+    if bound.identity is None:  # inherited: a service manager restarts us, not deskhandctl
+        hub.managed_by = "launchd" if sys.platform == "darwin" else "systemd"
     server = RpcServer(
         hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
     )

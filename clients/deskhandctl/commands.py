@@ -87,6 +87,8 @@ def run(session: Session, args: Args) -> int:
     result = _request(session, op, fields, acts=command.acts)
     if name == "observe":
         return _observe(args, result)
+    if op == "mode_set":
+        return _mode_set(args, result, str(fields["mode"]))
     code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
     if result.get("screenshot"):  # an action's screenshot: observe --screenshot saves one
         result = {**result, "screenshot": None}
@@ -135,6 +137,21 @@ def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
     result = _request(session, "run", fields, acts=True)
     _show(args, result, render.run_result)
     return OK if result.get("status") in RUN_OK else DAEMON_ERROR
+
+
+def _mode_set(args: Args, result: dict[str, Any], wanted: str) -> int:
+    """``mode MODE``: the session's mode after the switch; exit 1, with the daemon's reason and
+    what to do, when it is not the one asked for (jev without a key, say)."""
+    if args.json:
+        print_json(result)
+    else:
+        print(render.mode({**result, "detail": ""}))
+    if result.get("mode") == wanted:
+        return OK
+    reason = result.get("reason") or "mode_not_changed"
+    detail = result.get("detail") or f"the daemon kept this session in {result.get('mode')} mode"
+    print(f"deskhandctl: {render.printable(f'{reason}: {detail}')}", file=sys.stderr)
+    return DAEMON_ERROR
 
 
 def _show(args: Args, result: dict[str, Any], human: Any) -> int:

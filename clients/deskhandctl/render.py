@@ -266,6 +266,8 @@ def run_result(result: dict[str, Any]) -> str:
         f"{result.get('status', '?')}: {result.get('reason', '?')}{verified}, "
         f"{result.get('steps', 0)} action(s) in {result.get('elapsed_ms', 0)} ms"
     ]
+    if result.get("detail"):  # a refusal or failure ended it: the cause and what to do
+        lines.append(f"cause: {result['detail']}")
     if result.get("outcome_unknown"):
         lines.append("the last action's outcome is unknown: observe before doing anything else")
     target = result.get("target")
@@ -295,9 +297,11 @@ def run_result(result: dict[str, Any]) -> str:
 
 
 def mode(result: dict[str, Any]) -> str:
-    """``mode``: the session's mode and why, if the daemon says."""
+    """``mode``: the session's mode and why, if the daemon says (and what to do about it)."""
     reason = result.get("reason")
-    return f"mode: {result.get('mode', '?')}" + (f" ({printable(str(reason))})" if reason else "")
+    line = f"mode: {result.get('mode', '?')}" + (f" ({printable(str(reason))})" if reason else "")
+    detail = result.get("detail")
+    return f"{line}\n  {printable(str(detail))}" if detail else line
 
 
 def lock(result: dict[str, Any]) -> str:

@@ -13,10 +13,45 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from deskhand_d import errors as E
-from deskhand_d.jev.settings import load_key, resolve_url
+from deskhand_d.jev.settings import KEY_ENV, load_key, resolve_url
 
 if TYPE_CHECKING:
     from deskhand_d.jev.client import JevClient
+
+
+_RESTART = {
+    "": (
+        "restart it so that it reads the key (`deskhandctl shutdown`: the next deskhandctl "
+        "command starts it again, from that command's environment)"
+    ),
+    "systemd": (
+        "restart the service so that it reads the key: give it the variable with "
+        "`systemctl --user edit deskhand.service` (under [Service], for example "
+        "`Environment=DESKHAND_ENV_FILE=/path/to/file`), then "
+        "`systemctl --user restart deskhand.service`"
+    ),
+    "launchd": (
+        "reload the service so that it reads the key: add the variable to EnvironmentVariables "
+        "in ~/Library/LaunchAgents/dev.deskhand.daemon.plist (for example DESKHAND_ENV_FILE), "
+        "then `launchctl bootout gui/$UID/dev.deskhand.daemon` and `launchctl bootstrap "
+        "gui/$UID ~/Library/LaunchAgents/dev.deskhand.daemon.plist`"
+    ),
+}
+
+
+def missing_key_help(
+    problem: str = "", switch: str = "`deskhandctl mode jev`", managed_by: str = ""
+) -> str:
+    """What to do when jev mode is wanted and the daemon has no key: the variable to set, the
+    restart that makes the daemon read it (the key is read once, at start; ``managed_by``:
+    the service manager that runs it, if any), then ``switch`` (how the reader's client
+    switches the mode). ``problem``: why the env file could not be used, if it was."""
+    why = f" ({problem})" if problem else ""
+    return (
+        f"deskhand-d has no Jev key{why}. Set {KEY_ENV} in its environment (or put "
+        f"{KEY_ENV}=... in an owner-only env file named by DESKHAND_ENV_FILE) and "
+        f"{_RESTART.get(managed_by, _RESTART[''])}, then switch with {switch}"
+    )
 
 
 class JevAccess:
@@ -44,9 +79,7 @@ class JevAccess:
     def client(self) -> JevClient:
         if not self._key:
             raise E.MissingJevKey(
-                "jev mode needs a TypeSafe API key: set TYPESAFE_API_KEY for the daemon, or put "
-                "it in an owner-only env file named by DESKHAND_ENV_FILE"
-                + (f" ({self.problem})" if self.problem else ""),
+                f"jev mode needs a TypeSafe API key: {missing_key_help(self.problem)}",
             )
         if self._client is None:
             try:

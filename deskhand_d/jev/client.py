@@ -16,6 +16,8 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import socket
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,6 +77,36 @@ class _Attempt:
 
 class _TooLarge(Exception):
     pass
+
+
+def network_cause(exc: BaseException, key: str = "") -> str:
+    """Why an HTTP exchange failed, in words fit for a message: the system's reason (connection
+    refused, name not resolved, a TLS verification failure) found in the exception's chain,
+    else the exception's kind. Never the request: httpx's messages do not carry it, and ``key``
+    is scrubbed from whatever text is kept all the same."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        link = todo.pop(0)
+        if id(link) in seen:
+            continue
+        seen.add(id(link))
+        if isinstance(link, ssl.SSLCertVerificationError):
+            return f"TLS certificate verification failed ({link.verify_message or 'no reason'})"
+        if isinstance(link, ssl.SSLError):
+            return f"TLS failed ({link.reason or type(link).__name__})"
+        if isinstance(link, socket.gaierror):
+            return f"the host name could not be resolved ({link.strerror or 'no reason'})"
+        if isinstance(link, OSError) and link.errno:
+            return os.strerror(link.errno).lower()
+        if isinstance(link, BaseExceptionGroup):
+            todo.extend(link.exceptions)
+        todo.extend(e for e in (link.__cause__, link.__context__) if e is not None)
+    text = str(exc).strip()
+    if key:
+        text = text.replace(key, "[REDACTED]")
+    name = type(exc).__name__
+    return f"{name}: {text[:160]}" if text else name
 
 
 def _http_error(status: int, attempts: int) -> DeskhandError:
@@ -139,6 +171,14 @@ class JevClient:
             # Environment proxies and ~/.netrc only make sense for the real, remote API.
             trust_env=not is_loopback(host),
         )
+
+    @property
+    def endpoint(self) -> str:
+        """Scheme, host and port of the URL: where a message may say it failed to connect."""
+        parts = urlsplit(self.url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+        return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
 
     def __repr__(self) -> str:
         return (
@@ -276,10 +316,16 @@ class JevClient:
                     "discarded"
                 ) from None
             except httpx.HTTPError as exc:
-                self._failed(attempt, "network", "jev.network_error", error=type(exc).__name__)
+                cause = network_cause(exc, self._key)
+                self._failed(
+                    attempt, "network", "jev.network_error", error=type(exc).__name__, cause=cause
+                )
+                where = self.endpoint
                 raise JevUnavailable(
-                    "could not reach the Jev API (network or TLS failure); check the connection "
-                    f"and {URL_ENV}"
+                    f"could not reach the Jev API at {where}: {cause}. Check that this computer "
+                    f"reaches it, and that {URL_ENV} names the right endpoint (unset, it is "
+                    f"{DEFAULT_URL})",
+                    data={"cause": cause, "endpoint": where, "error": type(exc).__name__},
                 ) from None
             elapsed_ms = round((trio.current_time() - t0) * 1000)
             status = result.status

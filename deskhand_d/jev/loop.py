@@ -134,8 +134,8 @@ class TaskLoop:
         self.phase = "parse"
         try:
             return text, ax.parse(text)
-        except ax.AxParseError:
-            raise self._end("error", "parse_failed") from None
+        except ax.AxParseError as exc:
+            raise self._end("error", "parse_failed", detail=str(exc)) from None
 
     def _verify(self, step: int, at: str, tree: ax.Tree) -> bool:
         verify = self.task.verify

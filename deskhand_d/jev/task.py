@@ -63,6 +63,7 @@ class Ending:
     planned: dict[str, Any] | None = None
     target: dict[str, Any] | None = None
     handoff: dict[str, Any] | None = None  # the handoff's contents; the caller mints the token
+    detail: str = ""  # for an ending a refusal or failure caused: its message, in words
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -101,11 +102,19 @@ def candidate_key(selection: ax.Selection) -> tuple[tuple[int, str, str], ...]:
 def refusal_ending(exc: E.DeskhandError, steps: int) -> Ending:
     """How a run ends when the desk, Jev or the trace refuses or fails (not a cancellation)."""
     if exc.delivery in ("unknown", "partial"):
-        return Ending(status="error", reason="outcome_unknown", steps=steps, outcome_unknown=True)
+        return Ending(
+            status="error",
+            reason="outcome_unknown",
+            steps=steps,
+            outcome_unknown=True,
+            detail=f"{exc.code}: {exc.message}",
+        )
     refused = exc.delivery == "refused" or isinstance(
         exc, E.ConsentDenied | E.AppNotAllowed | E.Locked | E.ApprovalDeclined | E.ApprovalCancelled
     )
-    return Ending(status="stop" if refused else "error", reason=exc.code, steps=steps)
+    return Ending(
+        status="stop" if refused else "error", reason=exc.code, steps=steps, detail=exc.message
+    )
 
 
 def element_dict(e: Element | None) -> dict[str, Any] | None:

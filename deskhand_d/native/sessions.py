@@ -29,6 +29,7 @@ class Session:
     name: str
     mode: Mode
     mode_reason: str = ""
+    mode_chosen: bool = False  # a mode_set chose the mode (else it is the default's)
     turn: int = 1
     states: StateBook = field(default_factory=StateBook)
     recovery: set[str] = field(default_factory=set)  # apps that changed under us

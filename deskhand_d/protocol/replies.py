@@ -274,11 +274,18 @@ class RunResult(_Result, tag="run", frozen=True):
     handoff: HandoffInfo | None = None
     budget_remaining_s: float | None = None
     budget_remaining_actions: int | None = None
+    # For a run that a refusal or failure ended (``stop`` or ``error``): the cause and what to
+    # do, in words (never a key or a request body). Empty otherwise.
+    detail: str = ""
 
 
 class ModeState(_Result, tag="mode", frozen=True):
+    """The session's mode; ``reason`` (a stable code) and ``detail`` (what to do, in words)
+    say why it is not the mode asked for, for example ``missing_jev_key``."""
+
     mode: str
     reason: str = ""
+    detail: str = ""
 
 
 class Done(_Result, tag="done", frozen=True):

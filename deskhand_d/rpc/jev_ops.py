@@ -17,14 +17,16 @@ import trio
 
 from deskhand_d import errors as E
 from deskhand_d import paths
+from deskhand_d.jev.access import missing_key_help
 from deskhand_d.jev.desk import ServiceDesk
 from deskhand_d.jev.handoff import instruction, new_handoff
 from deskhand_d.jev.loop import TaskLoop
 from deskhand_d.jev.task import Ending, Task, Verify
-from deskhand_d.jev.trace import NoTrace, Recorder, TraceFile
+from deskhand_d.jev.trace import NoTrace, Recorder, TraceFile, redact
 from deskhand_d.jev.types import Resources
 from deskhand_d.native import allowlist
 from deskhand_d.native.service import Caller
+from deskhand_d.native.sessions import Session
 from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
 from deskhand_d.rpc.handlers import Handler
 from deskhand_d.rpc.native_ops import _caller, _native, _session, words
@@ -47,14 +49,35 @@ def _task(req: Run) -> Task:
     )
 
 
+def _not_jev(conn: Connection, session: Session) -> E.JevModeRequired:
+    """``run`` in native mode: why the session is in native mode, and what to do."""
+    w = words(conn)
+    meanwhile = f"Meanwhile, act natively with {w.act()}"
+    if session.mode_reason == "missing_jev_key":
+        problem = conn.hub.jev.problem if conn.hub.jev is not None else ""
+        why = (
+            "this session is in native mode because jev mode needs a Jev key, so nothing was "
+            f"sent to Jev: {missing_key_help(problem, w.set_mode('jev'), conn.hub.managed_by)}. "
+            f"{meanwhile}"
+        )
+    else:
+        since = (
+            "was switched to native mode"
+            if session.mode_chosen
+            else "is in native mode, the mode new sessions start in (native.default_mode)"
+        )
+        why = (
+            f"this session {since}, so nothing was sent to Jev. Only the person switches it "
+            f"to jev mode, with {w.set_mode('jev')}; {meanwhile[0].lower()}{meanwhile[1:]}"
+        )
+    return E.JevModeRequired(why, data={"mode": session.mode, "reason": session.mode_reason})
+
+
 async def run(conn: Connection, req: Run) -> ResultBody:
     native = _native(conn)
     session = _session(conn)
     if session.mode != "jev":
-        raise E.JevModeRequired(
-            "this session is in native mode, so no Jev request was sent; act with the native "
-            "ops, or the person may switch with `deskhandctl mode jev`"
-        )
+        raise _not_jev(conn, session)
     if session.running_task:
         raise E.ModeBusy("this session is already running a task; wait for it or cancel it")
     access = conn.hub.jev
@@ -192,6 +215,8 @@ def _result(
         handoff=handoff,
         budget_remaining_s=round(session.budget.remaining_s(now), 1),
         budget_remaining_actions=max(0, session.budget.actions - session.budget.used),
+        # Jev's messages never hold the key; the redaction is the second lock on that door.
+        detail=redact(ending.detail, tuple(conn.hub.secrets())),
     )
 
 

@@ -17,6 +17,7 @@ from deskhand_d.backends.desktop import mark_simulated
 from deskhand_d.consent.grants import SavedGrant
 from deskhand_d.consent.model import Choice as ConsentChoice
 from deskhand_d.errors import BadRequest, DeskhandError, LaunchBanned, ModeBusy
+from deskhand_d.jev.access import missing_key_help
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.native.service import Caller, NativeService, Outcome
 from deskhand_d.native.sessions import Session
@@ -259,9 +260,19 @@ async def session_close(conn: Connection, req: SessionClose) -> ResultBody:
     return Done(detail=f"session closed; {cancelled} queued request(s) cancelled")
 
 
+def _mode_state(conn: Connection, s: Session) -> ModeState:
+    detail = ""
+    if s.mode_reason == "missing_jev_key":
+        problem = conn.hub.jev.problem if conn.hub.jev is not None else ""
+        detail = (
+            "jev mode needs a Jev key, so this session stays in native mode: "
+            + missing_key_help(problem, words(conn).set_mode("jev"), conn.hub.managed_by)
+        )
+    return ModeState(mode=s.mode, reason=s.mode_reason, detail=detail)
+
+
 async def mode_get(conn: Connection, req: ModeGet) -> ResultBody:
-    s = _session(conn)
-    return ModeState(mode=s.mode, reason=s.mode_reason)
+    return _mode_state(conn, _session(conn))
 
 
 async def mode_set(conn: Connection, req: ModeSet) -> ResultBody:
@@ -274,8 +285,9 @@ async def mode_set(conn: Connection, req: ModeSet) -> ResultBody:
         s.mode, s.mode_reason = "native", "missing_jev_key"
     else:
         s.mode, s.mode_reason = req.mode, ""
+    s.mode_chosen = True
     s.retire("the mode changed")  # state ids and handoff; never touches backend or network
-    return ModeState(mode=s.mode, reason=s.mode_reason)
+    return _mode_state(conn, s)
 
 
 async def stop(conn: Connection, req: Stop) -> ResultBody:

@@ -143,7 +143,12 @@ def test_sessions_keep_their_state_ids_apart(desk: Any) -> None:
     assert d.json("--session", "one", "turn", "end")["kind"] == "done"
     late = d.json("--session", "one", "press", "--app", "Calculator", "--state", sid, "1", code=1)
     assert late["error"]["code"].startswith("state_")
-    assert d.json("--session", "one", "mode") == {"kind": "mode", "mode": "native", "reason": ""}
+    assert d.json("--session", "one", "mode") == {
+        "kind": "mode",
+        "mode": "native",
+        "reason": "",
+        "detail": "",
+    }
 
 
 def test_stop_locks_until_unlock(desk: Any) -> None:

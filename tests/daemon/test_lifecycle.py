@@ -72,7 +72,7 @@ def test_systemd_socket_activation() -> None:
     """Under systemd-socket-activate the daemon serves the inherited socket and leaves its file."""
     root = short_tmpdir()
     path = root / "act.sock"
-    env = daemon_env(root)
+    env = daemon_env(root, {"TYPESAFE_API_KEY": ""})  # no key, for the restart advice below
     log = open(root / "daemon.log", "wb")  # noqa: SIM115 - closed in finally
     proc = subprocess.Popen(
         ["systemd-socket-activate", "-l", str(path), sys.executable, "-m", "deskhand_d"],
@@ -86,6 +86,11 @@ def test_systemd_socket_activation() -> None:
             time.sleep(0.02)
         with SyncClient(path) as c:  # the first connection triggers the daemon's start
             status = c.call("status")["result"]
+            # Restart advice fits a daemon systemd runs: systemctl, not deskhandctl shutdown.
+            mode = c.call("mode_set", mode="jev")["result"]
+        assert mode["reason"] == "missing_jev_key"
+        assert "systemctl --user restart deskhand.service" in mode["detail"]
+        assert "deskhandctl shutdown" not in mode["detail"]
         assert status["socket"] == str(path)
         assert status["pid"] == proc.pid  # the activator execs the daemon in place
         text = (root / "daemon.log").read_text()

@@ -192,6 +192,10 @@ def test_run_needs_jev_mode_and_the_allowlist(jev_factory: Any) -> None:
     assert c.call("mode_set", mode="native")["type"] == "result"
     native, _ = run_request(c, 1, app="Calculator", goal="Enter 1")
     assert native["error"]["code"] == "jev_mode_required"
+    # Why, and the step in this client's words: an agent on the protocol sends ops.
+    message = native["error"]["message"]
+    assert message.startswith("this session was switched to native mode")
+    assert "`mode_set` with mode jev" in message and "deskhandctl" not in message
     assert c.call("mode_set", mode="jev")["type"] == "result"
     other, _ = run_request(c, 2, app="TextEdit", goal="Type hello")
     assert other["error"]["code"] == "app_not_allowed"

@@ -151,11 +151,14 @@ def test_jev_without_key_falls_back_to_native(desk_factory: Any) -> None:
     """jev without TYPESAFE_API_KEY is native with reason missing_jev_key; switching never calls out."""
     desk = desk_factory({"preapproved": ["Calculator"]}, DESKHAND_MODE="jev")
     c = desk.client("m")
-    assert c.call("mode_get")["result"] == {
+    got = c.call("mode_get")["result"]
+    assert {k: got[k] for k in ("kind", "mode", "reason")} == {
         "kind": "mode",
         "mode": "native",
         "reason": "missing_jev_key",
     }
+    # The detail names the variable and, for a protocol client, the op that switches.
+    assert "TYPESAFE_API_KEY" in got["detail"] and "`mode_set` with mode jev" in got["detail"]
     assert c.call("mode_set", mode="jev")["result"]["reason"] == "missing_jev_key"
     assert desk.calls() == []
     keyed = desk_factory(

@@ -17,7 +17,7 @@ from conftest import (
     node_env,
     run_harness,
 )
-from dhtest.jev_rig import CALC, JevDesk, jev_factory, pick
+from dhtest.jev_rig import CALC, KEY, JevDesk, jev_factory, pick
 
 NATIVE_SET = {t for t in OUR_TOOLS if t != "jev_cua_run"}
 JEV_SET = {t for t in OUR_TOOLS if t not in NATIVE_ACTIONS}
@@ -124,7 +124,10 @@ def test_cua_mode_jev_without_key_stays_native(pi_desk: Any) -> None:
     out = desk.run("mode_nokey")
     assert set(out["active"]) == NATIVE_SET
     assert out["entries"][-1] == {"mode": "native", "reason": "missing_jev_key"}
-    assert any("TypeSafe key" in n for n in out["notifications"])
+    told = [n for n in out["notifications"] if "TypeSafe key" in n]
+    # The daemon's detail: the variable to set, and pi's own way back (not deskhandctl's).
+    assert told and "TYPESAFE_API_KEY" in told[0] and "/cua-mode jev" in told[0]
+    assert "deskhandctl mode" not in told[0]
 
 
 @pytest.mark.parametrize(("answer", "wire"), [(True, "accept"), (False, "decline")])
@@ -284,6 +287,20 @@ def test_jev_run_handoff_opens_native_actions_for_its_steps(jev_factory: Any) ->
     assert click["details"]["remainingSteps"] == steps - 1
     assert [c["tool"] for c in desk.calls("click")] == ["click"]
     assert set(seen["afterTurn"]) == JEV_SET  # the turn ended: so did the handoff
+
+
+def test_a_failed_jev_run_tells_the_model_its_cause(jev_factory: Any) -> None:
+    """The run's error carries the daemon's cause (here the API kept answering 500), never the
+    key; before, the model saw only ``jev_unavailable``."""
+    desk: JevDesk = jev_factory([{"default": {"status": 500}}])
+    env = node_env({"DESKHAND_SOCKET": str(desk.daemon.socket), "DH_SIM_RECORD": str(desk.record)})
+    out = run_harness("jev_handoff", None, env)
+    run = out["results"][0]
+    assert run["isError"]
+    assert "Jev run ended with an error (jev_unavailable)" in run["text"]
+    assert "Cause: the Jev API kept failing (HTTP 500) after 2 attempt(s)" in run["text"]
+    assert KEY not in run["text"]
+    assert desk.calls("click") == []
 
 
 __all__ = ["jev_factory"]

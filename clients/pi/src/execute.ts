@@ -271,9 +271,10 @@ export class ToolExecutor {
 		}
 		if (r.status === "error") {
 			const trace = r.trace_path ? ` Trace: ${r.trace_path} (incomplete: ${r.trace_incomplete ?? false}).` : "";
+			const cause = r.detail ? ` Cause: ${r.detail}.` : "";
 			throw new Error(
 				`Jev run ended with an error (${r.reason}) after ${r.steps} completed action(s); outcome unknown: ` +
-					`${r.outcome_unknown ?? false}. Observe before anything else and do not replay it.${trace}`,
+					`${r.outcome_unknown ?? false}.${cause} Observe before anything else and do not replay it.${trace}`,
 			);
 		}
 		const shown = jsonText(runSummary(r));

@@ -98,6 +98,7 @@ export function runSummary(r: RunResult): Record<string, unknown> {
 		outcomeUnknown: r.outcome_unknown ?? false,
 		elapsedMs: r.elapsed_ms,
 	};
+	if (r.detail) summary.cause = r.detail;
 	if (r.planned) summary.planned = r.planned;
 	if (r.decision) summary.decision = r.decision;
 	if (r.target) summary.target = r.target;

@@ -338,7 +338,12 @@ export interface ModeSet {
 	op: "mode_set";
 }
 
+/**
+ * The session's mode; `reason` (a stable code) and `detail` (what to do, in words)
+ * say why it is not the mode asked for, for example `missing_jev_key`.
+ */
 export interface ModeState {
+	detail?: string;
 	kind: "mode";
 	mode: string;
 	reason?: string;
@@ -473,6 +478,7 @@ export interface RunResult {
 	budget_remaining_actions?: number | null;
 	budget_remaining_s?: number | null;
 	decision?: Record<string, unknown> | null;
+	detail?: string;
 	elapsed_ms: number;
 	handoff?: HandoffInfo | null;
 	kind: "run";

@@ -179,9 +179,9 @@ export class DeskhandSession {
 			this.tell(
 				ctx,
 				r.reason === "missing_jev_key"
-					? "Deskhand stays in native mode: the daemon has no TypeSafe key for Jev. Configure one for the " +
-							"daemon, then run /cua-mode jev again."
-					: `The Deskhand daemon kept this session in ${r.mode} mode (${r.reason || "no reason given"}).`,
+					? `Deskhand stays in native mode: the daemon has no TypeSafe key for Jev. ${r.detail ?? ""}`.trim()
+					: `The Deskhand daemon kept this session in ${r.mode} mode (${r.reason || "no reason given"}).` +
+							(r.detail ? ` ${r.detail}` : ""),
 				"warning",
 			);
 		}
