@@ -30,13 +30,12 @@ import time
 from pathlib import Path
 
 from deskhand_d import paths
-from deskhandctl.connect import NoListener, connect, not_running_message
-from deskhandctl.exitcodes import NotRunning
+from deskhandctl.exitcodes import NotRunning, not_running_message
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
 
 START_WAIT_S = 5.0
 _BACKOFF_S = (0.02, 0.05, 0.1, 0.1, 0.2, 0.2, 0.25)  # then 0.25 s until the wait is over
@@ -136,12 +135,17 @@ def _log_tail(log: Path, start: int, lines: int = 8) -> str:
 
 def start_and_connect(
     socket_path: str,
+    connect: Callable[[], _socket.socket | None],
     *,
-    timeout: float | None,
     env: Mapping[str, str] = os.environ,
     wait_s: float = START_WAIT_S,
 ) -> _socket.socket:
-    """Start the daemon (unless a service manager owns it) and return a connected socket."""
+    """Start the daemon (unless a service manager owns it) and return a connected socket.
+
+    ``connect`` tries once: a socket connected to our own daemon on ``socket_path``, None
+    while nobody listens there, or a :class:`~deskhandctl.exitcodes.CliError` for anything
+    else (:mod:`deskhandctl.connect` passes it in, so that this module need not import it).
+    """
     installed = installed_service(env)
     if installed is not None:
         reason = manager_unreachable(env)
@@ -161,11 +165,8 @@ def start_and_connect(
     deadline = time.monotonic() + wait_s
     attempt = 0
     while True:
-        try:
-            sock = connect(socket_path, timeout=timeout)
-        except NoListener:
-            pass
-        else:
+        sock = connect()
+        if sock is not None:
             print(
                 f"deskhandctl: deskhand-d was not running; started it (pid {child.pid}, log {log})",
                 file=sys.stderr,

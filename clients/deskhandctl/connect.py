@@ -7,7 +7,7 @@ attempt when that is allowed), EACCES and a hang-up before the handshake are
 deadline is :class:`TimedOut`. Before a byte is sent, :func:`connect` makes sure the socket is
 our own user's daemon (:mod:`deskhand_d.clientcheck`); if not, :class:`NotYourDaemon`.
 Autostart itself lives in :mod:`deskhandctl.autostart`, which is imported only when it is
-needed.
+needed and is handed the function that tries to connect (it imports nothing from here).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from deskhandctl.exitcodes import (
     ProtocolFailed,
     TimedOut,
     UsageError,
+    not_running_message,
 )
 from deskhandctl.session import SUBPROTOCOL, WS_TARGET, Session, ignore_event
 from deskhandctl.wsclient import ClosedBeforeHandshake, ConnectionLost, WebSocket, connect_unix
@@ -80,15 +81,6 @@ def autostart_allowed(flag_off: bool, env: Mapping[str, str] = os.environ) -> bo
     return env.get("DESKHAND_NO_AUTOSTART", "").strip().lower() in _FALSEY
 
 
-def not_running_message(socket_path: str) -> str:
-    return (
-        f"deskhand-d is not running (nothing listens on {socket_path}).\n"
-        "Start it with 'deskhand-d' in a terminal, or with "
-        "'systemctl --user start deskhand.socket' if you installed the user service "
-        "('deskhandctl service install'). Without --no-autostart, deskhandctl starts it for you."
-    )
-
-
 def _too_long(socket_path: str) -> UsageError:
     return UsageError(
         f"the socket path is too long for a Unix socket ({len(socket_path)} bytes): "
@@ -118,6 +110,14 @@ def connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
         sock.close()
         raise NotYourDaemon(exc.code, exc.message) from None
     return sock
+
+
+def _connect_if_listening(socket_path: str, timeout: float | None) -> _socket.socket | None:
+    """:func:`connect`, or None while nobody listens there."""
+    try:
+        return connect(socket_path, timeout=timeout)
+    except NoListener:
+        return None
 
 
 def _connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
@@ -198,14 +198,13 @@ def open_session(
     ``session_name`` is the daemon session to open or resume (empty: a throwaway one);
     ``can_answer_questions`` is what hello declares.
     """
-    try:
-        sock = connect(socket_path, timeout=timeout)
-    except NoListener:
+    sock = _connect_if_listening(socket_path, timeout)
+    if sock is None:
         if not autostart:
-            raise NotRunning(not_running_message(socket_path)) from None
+            raise NotRunning(not_running_message(socket_path))
         from deskhandctl.autostart import start_and_connect  # the rare path pays for it
 
-        sock = start_and_connect(socket_path, timeout=timeout)
+        sock = start_and_connect(socket_path, lambda: _connect_if_listening(socket_path, timeout))
     ws = open_websocket(sock, socket_path, timeout=timeout)
     session = Session(ws, socket_path=socket_path, on_event=on_event)
     try:

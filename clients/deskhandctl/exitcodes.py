@@ -111,6 +111,16 @@ class NotRunning(CliError):
     exit_code = NOT_RUNNING
 
 
+def not_running_message(socket_path: str) -> str:
+    """What :class:`NotRunning` says when nothing listens on ``socket_path``: how to start it."""
+    return (
+        f"deskhand-d is not running (nothing listens on {socket_path}).\n"
+        "Start it with 'deskhand-d' in a terminal, or with "
+        "'systemctl --user start deskhand.socket' if you installed the user service "
+        "('deskhandctl service install'). Without --no-autostart, deskhandctl starts it for you."
+    )
+
+
 class TimedOut(CliError):
     """The daemon did not answer in time."""
 
