@@ -1,8 +1,8 @@
 """``deskhandctl`` / ``python -m deskhandctl``: parse the command line, run one command, exit.
 
 Owns the connection for the one command and the single place where failures become exit codes
-(:mod:`deskhandctl.exitcodes`); the grammar is in :mod:`deskhandctl.grammar` and
-:mod:`deskhandctl.cmdline`, what each command sends and prints in :mod:`deskhandctl.commands`.
+(:mod:`deskhandctl.exitcodes`); the grammar is in :mod:`deskhandctl.grammar`, read by
+:mod:`deskhandctl.parser`; what each command sends and prints is in :mod:`deskhandctl.commands`.
 Start-up cost matters here, so the connection and output modules are imported only once the
 command line is known to need them, and ``service`` and autostart load their heavier modules
 themselves.
@@ -14,7 +14,6 @@ import os
 import sys
 
 from deskhand_d import __version__
-from deskhandctl.cmdline import PASSTHROUGH, parse
 from deskhandctl.exitcodes import (
     DAEMON_ERROR,
     INTERRUPTED,
@@ -24,10 +23,12 @@ from deskhandctl.exitcodes import (
     DaemonError,
     TimedOut,
 )
+from deskhandctl.grammar import PASSTHROUGH
+from deskhandctl.parser import parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Args
 
 
 def _run(args: Args) -> int:

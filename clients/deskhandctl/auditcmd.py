@@ -16,7 +16,7 @@ from deskhandctl.exitcodes import DAEMON_ERROR, OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Args
 
 DEFAULT_LAST = 20
 

@@ -31,8 +31,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskhandctl.cmdline import Args
-    from deskhandctl.grammar import Command
+    from deskhandctl.grammar import Args, Command
     from deskhandctl.session import Session
 
 

@@ -66,7 +66,7 @@ def resolve_session(flag: str | None, env: Mapping[str, str] = os.environ) -> st
     name = env.get("DESKHAND_SESSION", "")
     if not name:
         return f"cli-{os.getuid()}"
-    from deskhandctl.convert import parse_session
+    from deskhandctl.grammar import parse_session
 
     try:
         return parse_session(name)

@@ -31,7 +31,7 @@ from deskhandctl.exitcodes import DAEMON_ERROR, OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Args
     from deskhandctl.session import Session
 
 APP = "Calculator"

@@ -1,55 +1,345 @@
-"""The command-line grammar of ``deskhandctl`` as data: global options, commands, their arguments.
+"""The command-line grammar of ``deskhandctl`` as one table, and :class:`Args`, what it parses to.
 
-:mod:`deskhandctl.cmdline` builds both of its parsers from these tables, and
-:mod:`deskhandctl.commands` builds each request from them: a :class:`Param`'s ``dest`` is the
-request field it fills (``--index`` fills ``element_index``), so the wire names are written
-once, here. A test checks every ``dest`` against ``deskhand_d.protocol.requests``.
+What is here: the values each argument accepts (text in, value out, ``ValueError`` if invalid),
+the shapes of the table (:class:`Option`, :class:`Param`, :class:`Command`), the global options
+and every command with its arguments, the longer hints some usage errors add, and :class:`Args`.
+A :class:`Param`'s ``dest`` is the request field it fills (``--index`` fills ``element_index``),
+so the wire names are written once, here; a test checks every ``dest`` against
+``deskhand_d.protocol.requests``. :mod:`deskhandctl.parser` reads a command line with this table
+(and :mod:`deskhandctl.usage` builds argparse from it for help and usage errors);
+:mod:`deskhandctl.commands` builds each request from it.
 
 Importing this module builds small tuples and dicts only; it is on every command's start-up
-path, so it must stay free of imports beyond the standard library's cheapest.
+path, so it imports nothing beyond itself, and its classes are plain ``__slots__`` classes (no
+dataclasses, no ``typing`` at run time).
 """
 
 from __future__ import annotations
 
-from deskhandctl import convert as c
-from deskhandctl.argshapes import (
-    BUTTONS,
-    SELECTIONS,
-    SHOT,
-    WAYS,
-    click_target,
-    index_param,
-    point_param,
-    steps,
-    target,
-    verify_pair,
-)
-from deskhandctl.argspec import DEFAULT_TIMEOUT_S, DESKTOP_TIMEOUT_S, Command, Option, Param
-from deskhandctl.hints import APPS_HINT, GRANTS_HINT, RUN_HINT
-from deskhandctl.localgrammar import LOCAL_COMMANDS
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-__all__ = [
-    "APPS_HINT",
-    "COMMANDS",
-    "DEFAULT_TIMEOUT_S",
-    "DESKTOP_TIMEOUT_S",
-    "GRANTS_HINT",
-    "OPTIONS",
-    "OPTION_BY_FLAG",
-    "PASSTHROUGH",
-    "PROG",
-    "RUN_HINT",
-    "Command",
-    "Option",
-    "Param",
-    "leaf",
-]
+    Check = Callable[[dict[str, object]], str | None]
 
 PROG = "deskhandctl"
 PASSTHROUGH = "service"
+"""Everything after this command is passed untouched to ``deskhandctl.service.main``."""
+DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
+EPILOG = (
+    "Exit codes: 0 ok, 1 error reply or failed action, 2 usage, 69 daemon not running, "
+    "73 screenshot not saved, 75 timeout, 76 protocol mismatch, 77 permission refused, "
+    "130 interrupted. See docs/cli.md."
+)
+DEFAULT_TIMEOUT_S = 10.0
+DESKTOP_TIMEOUT_S = 60.0
+"""Default ``--timeout`` for commands that may start the backend or wait on it."""
 
 
-# ----- the tables -----------------------------------------------------------------------------
+# ----- values: text in, value out, ValueError if invalid -----------------------------------------
+# argparse words a ValueError's message as "invalid value ...: <message>"; the fast parser simply
+# declines the command line so that argparse can say so.
+
+SESSION_NAME_MAX = 100
+_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def parse_timeout(text: str) -> float:
+    """``--timeout`` values: a number of seconds greater than zero."""
+    value = float(text)  # ValueError for anything else
+    if not value > 0 or value == float("inf"):
+        raise ValueError("must be more than 0 seconds")
+    return value
+
+
+def parse_session(text: str) -> str:
+    """A session name: letters, digits, ``.``, ``_`` and ``-``, at most 100 characters."""
+    if len(text) > SESSION_NAME_MAX:
+        raise ValueError(f"longer than {SESSION_NAME_MAX} characters")
+    if not _SESSION_CHARS.issuperset(text):
+        raise ValueError("only letters, digits, '.', '_' and '-' are allowed")
+    return text
+
+
+def parse_index(text: str) -> int:
+    """An element index as the observation numbers them: 0 to 1,000,000."""
+    value = int(text)
+    if not 0 <= value <= 1_000_000:
+        raise ValueError("must be between 0 and 1000000")
+    return value
+
+
+def parse_count(text: str) -> int:
+    """``--count``: single, double or triple click."""
+    value = int(text)
+    if not 1 <= value <= 3:
+        raise ValueError("must be 1, 2 or 3")
+    return value
+
+
+def parse_last(text: str) -> int:
+    """``audit --last``: how many dispatches to show."""
+    value = int(text)
+    if value < 1:
+        raise ValueError("must be at least 1")
+    return value
+
+
+def parse_number(text: str) -> float:
+    """A finite coordinate."""
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("must be a finite number")
+    return value
+
+
+def parse_pages(text: str) -> float:
+    """``--pages``: more than 0, at most 100."""
+    value = float(text)
+    if not 0 < value <= 100:
+        raise ValueError("must be more than 0 and at most 100")
+    return value
+
+
+def parse_point(text: str) -> tuple[float, float]:
+    """``X,Y``: two finite numbers separated by a comma."""
+    x, comma, y = text.partition(",")
+    if not comma:
+        raise ValueError("expected X,Y")
+    return parse_number(x), parse_number(y)
+
+
+def parse_text(text: str) -> str:
+    """A non-empty string."""
+    if not text:
+        raise ValueError("must not be empty")
+    return text
+
+
+def steps(text: str) -> int:
+    """``run --max-steps``: 1 to 20."""
+    value = parse_index(text)
+    if not 1 <= value <= 20:
+        raise ValueError("must be between 1 and 20")
+    return value
+
+
+# ----- the shapes of the table -------------------------------------------------------------------
+
+
+class Option:
+    """A global option: a flag (``convert`` is None) or an option taking one value."""
+
+    __slots__ = ("convert", "default", "dest", "flag", "help", "metavar")
+
+    def __init__(
+        self,
+        flag: str,
+        help: str,  # noqa: A002 - argparse's own name for it
+        *,
+        convert: Callable[[str], object] | None = None,
+        metavar: str | None = None,
+    ) -> None:
+        self.flag = flag
+        self.dest = flag[2:].replace("-", "_")
+        self.help = help
+        self.convert = convert
+        self.metavar = metavar
+        self.default: object = False if convert is None else None
+
+
+class Param:
+    """One argument of one command: positional (``--``-less name) or an option with a value.
+
+    ``dest`` is the request field it fills; ``local`` params (``--screenshot``) are for the CLI
+    only and never sent. A positional with ``optional`` may be left out; an option is required
+    only with ``required``.
+    """
+
+    __slots__ = (
+        "choices",
+        "convert",
+        "dest",
+        "flag",
+        "help",
+        "local",
+        "metavar",
+        "optional",
+        "required",
+        "switch",
+    )
+
+    def __init__(
+        self,
+        flag: str,
+        dest: str,
+        help: str,  # noqa: A002
+        *,
+        convert: Callable[[str], object] = str,
+        metavar: str | None = None,
+        choices: tuple[str, ...] | None = None,
+        required: bool = False,
+        optional: bool = False,
+        local: bool = False,
+        switch: bool = False,
+    ) -> None:
+        self.flag = flag
+        self.dest = dest
+        self.help = help
+        self.convert = convert
+        self.metavar = metavar
+        self.choices = choices
+        self.required = required
+        self.optional = optional
+        self.local = local
+        self.switch = switch  # an option without a value: present means True
+
+    @property
+    def positional(self) -> bool:
+        return not self.flag.startswith("-")
+
+
+class Command:
+    """A command (or an ``apps``/``turn`` subcommand): what it sends and how it runs.
+
+    ``op`` is the request it sends; ``session`` says whether it opens the named session
+    (commands that use the session's state); ``timeout`` is its ``--timeout`` default;
+    ``desktop`` commands reach the backend: they open the session and wait longer by default;
+    ``autostart`` whether it may start a daemon; ``check`` rejects argument combinations the
+    parsers cannot express (its message becomes a usage error); ``hint`` is added to every usage
+    error of this command.
+    """
+
+    __slots__ = (
+        "autostart",
+        "check",
+        "help",
+        "hint",
+        "name",
+        "offline",
+        "op",
+        "options",
+        "params",
+        "positionals",
+        "session",
+        "subcommands",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        help: str,  # noqa: A002
+        op: str = "",
+        params: tuple[Param, ...] = (),
+        *,
+        session: bool = False,
+        desktop: bool = False,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        autostart: bool = True,
+        check: Check | None = None,
+        subcommands: tuple[Command, ...] = (),
+        hint: str = "",
+        offline: bool = False,
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.op = op or name
+        self.params = params
+        self.positionals = tuple(p for p in params if p.positional)
+        self.options = {p.flag: p for p in params if not p.positional}
+        self.session = session or desktop
+        self.offline = offline  # runs in the CLI itself: no daemon, no socket
+        self.timeout = max(timeout, DESKTOP_TIMEOUT_S) if desktop else timeout
+        self.autostart = autostart
+        self.check = check
+        self.subcommands = {sub.name: sub for sub in subcommands}
+        self.hint = hint
+
+    @property
+    def acts(self) -> bool:
+        """Whether this command acts on the desktop with a state id (its outcome may be unknown)."""
+        return "--state" in self.options
+
+
+# ----- argument shapes shared by several commands, and their checks ------------------------------
+
+
+def _click_target(params: dict[str, object]) -> str | None:
+    has_index = params.get("element_index") is not None
+    has_x, has_y = params.get("x") is not None, params.get("y") is not None
+    if has_index and (has_x or has_y):
+        return "give either --index or --x and --y, not both"
+    if has_x != has_y:
+        return "--x and --y go together"
+    if not (has_index or has_x):
+        return "say what to click: --index N, or --x X --y Y"
+    return None
+
+
+def _target(*extra: Param) -> tuple[Param, ...]:
+    """``--app`` and ``--state``, the action's own params, then ``--handoff``."""
+    return (
+        Param("--app", "app", "the app, as observed", metavar="APP", required=True),
+        Param(
+            "--state", "state_id", "the observed state id (single use)", metavar="ID", required=True
+        ),
+        *extra,
+        Param(
+            "--handoff",
+            "handoff",
+            "in jev mode: the token of Jev's planner handoff for this app",
+            metavar="TOKEN",
+        ),
+    )
+
+
+def _index_param(help_text: str) -> Param:
+    return Param(
+        "--index", "element_index", help_text, convert=parse_index, metavar="N", required=True
+    )
+
+
+def _point_param(flag: str, dest: str, help_text: str) -> Param:
+    """A required ``X,Y`` option; the request gets ``<dest>_x`` and ``<dest>_y``."""
+    return Param(flag, dest, help_text, convert=parse_point, metavar="X,Y", required=True)
+
+
+_SHOT = "save the screenshot to this file (mode 0600)"
+_BUTTONS = ("left", "right", "middle")
+_WAYS = ("up", "down", "left", "right")
+_SELECTIONS = ("text", "cursor_before", "cursor_after")
+
+
+def _verify_pair(params: dict[str, object]) -> str | None:
+    if (params.get("verify_role") is None) != (params.get("verify_label") is None):
+        return "--verify-role and --verify-label go together"
+    return None
+
+
+# ----- the hints that usage errors of apps, grants and run add -----------------------------------
+
+APPS_HINT = (
+    "deskhandctl apps lists the allowlist ('apps list') or adds exactly one app to it "
+    "('apps add NAME', one app per command). It never removes or replaces apps: to do that, "
+    "edit the file that 'deskhandctl apps list' names."
+)
+
+RUN_HINT = (
+    "deskhandctl run asks Jev (in a session in jev mode) to do one small goal in one app, step "
+    "by step: it executes unless you give --dry-run. Done means verified only with "
+    "--verify-role and --verify-label. --text, --key and --direction are what Jev may use for "
+    "typing, a key press or scrolling; it never invents them."
+)
+
+GRANTS_HINT = (
+    "deskhandctl grants shows the apps you have always allowed ('grants list'), withdraws that "
+    "('grants revoke APP': any work in progress is cancelled and the backend restarts) or gives "
+    "it back ('grants restore APP'). New grants come only from answering a consent question."
+)
+
+
+# ----- the tables --------------------------------------------------------------------------------
 
 OPTIONS = (
     Option("--json", "print the daemon's result as one JSON object on stdout"),
@@ -63,7 +353,7 @@ OPTIONS = (
         "--timeout",
         f"give up on any single answer after this long (default {DEFAULT_TIMEOUT_S:g}; "
         f"{DESKTOP_TIMEOUT_S:g} for doctor and the commands that use the desktop)",
-        convert=c.parse_timeout,
+        convert=parse_timeout,
         metavar="SECONDS",
     ),
     Option(
@@ -74,7 +364,7 @@ OPTIONS = (
         "--session",
         "the daemon session to use (default: $DESKHAND_SESSION, else cli-<uid>; '' for a "
         "throwaway one)",
-        convert=c.parse_session,
+        convert=parse_session,
         metavar="NAME",
     ),
 )
@@ -107,7 +397,7 @@ COMMANDS: dict[str, Command] = {
             "get_app_state",
             (
                 Param("APP", "app", "the app: name, bundle id or path"),
-                Param("--screenshot", "screenshot", SHOT, metavar="FILE", local=True),
+                Param("--screenshot", "screenshot", _SHOT, metavar="FILE", local=True),
             ),
             desktop=True,
         ),
@@ -115,42 +405,38 @@ COMMANDS: dict[str, Command] = {
             "click",
             "click an element (--index) or a point in the screenshot (--x, --y)",
             "click",
-            target(
-                Param(
-                    "--index", "element_index", "the element", convert=c.parse_index, metavar="N"
-                ),
-                Param("--x", "x", "screenshot x coordinate", convert=c.parse_number, metavar="X"),
-                Param("--y", "y", "screenshot y coordinate", convert=c.parse_number, metavar="Y"),
-                Param("--count", "click_count", "1, 2 or 3", convert=c.parse_count, metavar="N"),
-                Param("--button", "mouse_button", "mouse button", choices=BUTTONS),
+            _target(
+                Param("--index", "element_index", "the element", convert=parse_index, metavar="N"),
+                Param("--x", "x", "screenshot x coordinate", convert=parse_number, metavar="X"),
+                Param("--y", "y", "screenshot y coordinate", convert=parse_number, metavar="Y"),
+                Param("--count", "click_count", "1, 2 or 3", convert=parse_count, metavar="N"),
+                Param("--button", "mouse_button", "mouse button", choices=_BUTTONS),
             ),
-            check=click_target,
+            check=_click_target,
             desktop=True,
         ),
         Command(
             "type",
             "type text into the focused element",
             "type_text",
-            target(Param("TEXT", "text", "the text to type", convert=c.parse_text)),
+            _target(Param("TEXT", "text", "the text to type", convert=parse_text)),
             desktop=True,
         ),
         Command(
             "press",
             "press a key or key combination (e.g. Return, super+a)",
             "press_key",
-            target(Param("KEY", "key", "the key", convert=c.parse_text)),
+            _target(Param("KEY", "key", "the key", convert=parse_text)),
             desktop=True,
         ),
         Command(
             "scroll",
             "scroll an element",
             "scroll",
-            target(
-                index_param("the element to scroll"),
-                Param("--direction", "direction", "which way", choices=WAYS, required=True),
-                Param(
-                    "--pages", "pages", "how far (default 1)", convert=c.parse_pages, metavar="P"
-                ),
+            _target(
+                _index_param("the element to scroll"),
+                Param("--direction", "direction", "which way", choices=_WAYS, required=True),
+                Param("--pages", "pages", "how far (default 1)", convert=parse_pages, metavar="P"),
             ),
             desktop=True,
         ),
@@ -158,19 +444,19 @@ COMMANDS: dict[str, Command] = {
             "set-value",
             "set an element's value",
             "set_value",
-            target(index_param("the element"), Param("VALUE", "value", "the new value")),
+            _target(_index_param("the element"), Param("VALUE", "value", "the new value")),
             desktop=True,
         ),
         Command(
             "select-text",
             "select text in an element, or put the cursor next to it",
             "select_text",
-            target(
-                index_param("the element"),
+            _target(
+                _index_param("the element"),
                 Param("TEXT", "text", "the text to select"),
                 Param("--prefix", "prefix", "text just before it", metavar="P"),
                 Param("--suffix", "suffix", "text just after it", metavar="S"),
-                Param("--selection", "selection", "what to select", choices=SELECTIONS),
+                Param("--selection", "selection", "what to select", choices=_SELECTIONS),
             ),
             desktop=True,
         ),
@@ -178,9 +464,9 @@ COMMANDS: dict[str, Command] = {
             "drag",
             "drag from one screenshot point to another",
             "drag",
-            target(
-                point_param("--from", "from", "start point"),
-                point_param("--to", "to", "end point"),
+            _target(
+                _point_param("--from", "from", "start point"),
+                _point_param("--to", "to", "end point"),
             ),
             desktop=True,
         ),
@@ -188,9 +474,9 @@ COMMANDS: dict[str, Command] = {
             "secondary-action",
             "perform one of an element's secondary actions (as the observation lists them)",
             "perform_secondary_action",
-            target(
-                index_param("the element"),
-                Param("ACTION", "action", "its name", convert=c.parse_text),
+            _target(
+                _index_param("the element"),
+                Param("ACTION", "action", "its name", convert=parse_text),
             ),
             desktop=True,
         ),
@@ -250,7 +536,7 @@ COMMANDS: dict[str, Command] = {
             "run",
             (
                 Param("--app", "app", "the app", metavar="APP", required=True),
-                Param("GOAL", "goal", "what to achieve, in a sentence", convert=c.parse_text),
+                Param("GOAL", "goal", "what to achieve, in a sentence", convert=parse_text),
                 Param(
                     "--dry-run",
                     "dry_run",
@@ -291,16 +577,112 @@ COMMANDS: dict[str, Command] = {
                     "--direction",
                     "direction",
                     "a direction Jev may scroll",
-                    choices=WAYS,
+                    choices=_WAYS,
                     metavar="DIR",
                 ),
             ),
             desktop=True,
             timeout=240.0,
-            check=verify_pair,
+            check=_verify_pair,
             hint=RUN_HINT,
         ),
-        *LOCAL_COMMANDS,
+        # The commands that run in the CLI itself and never send a request of their own
+        # (demo starts a private daemon): every dest is local.
+        Command(
+            "ax",
+            "work with accessibility-tree text offline",
+            subcommands=(
+                Command(
+                    "parse",
+                    "parse a tree from a file and show its elements, focus and Jev's candidates",
+                    "",
+                    (
+                        Param("FILE", "file", "the tree text ('-' for stdin)", local=True),
+                        Param(
+                            "--goal",
+                            "goal",
+                            "rank candidates for this goal",
+                            metavar="GOAL",
+                            local=True,
+                        ),
+                    ),
+                    offline=True,
+                ),
+            ),
+        ),
+        Command(
+            "trace",
+            "read Jev run traces offline",
+            subcommands=(
+                Command("list", "list the trace files, newest first", "", offline=True),
+                Command(
+                    "show",
+                    "show a trace as a per-step timeline",
+                    "",
+                    (Param("PATH", "path", "the trace file", local=True),),
+                    offline=True,
+                ),
+                Command(
+                    "analyze",
+                    "find the first step where the run went wrong, and whether it is complete",
+                    "",
+                    (Param("PATH", "path", "the trace file", local=True),),
+                    offline=True,
+                ),
+            ),
+        ),
+        Command(
+            "audit",
+            "show the latest dispatches from the audit log, each with what reached the desktop",
+            "",
+            (
+                Param(
+                    "--last",
+                    "last",
+                    "how many dispatches to show (default 20)",
+                    convert=parse_last,
+                    metavar="N",
+                    local=True,
+                ),
+            ),
+            offline=True,
+        ),
+        Command(
+            "eval",
+            "run the built-in Jev cases against the real, paid API (needs --live)",
+            "",
+            (
+                Param(
+                    "--live",
+                    "live",
+                    "really send the cases to the Jev API",
+                    switch=True,
+                    local=True,
+                ),
+            ),
+            offline=True,
+        ),
+        Command(
+            "demo",
+            "do 6 + 7 = in a real Calculator (a private desktop if none) and save a screenshot",
+            "",
+            (
+                Param(
+                    "--screenshot",
+                    "screenshot",
+                    "PNG to write (default ./deskhand-demo.png)",
+                    local=True,
+                ),
+                Param(
+                    "--sim",
+                    "sim",
+                    "use the simulated desktop even where a real one could be had",
+                    switch=True,
+                    local=True,
+                ),
+            ),
+            offline=True,
+        ),
         Command(
             "grants",
             "show, revoke or restore the apps you have always allowed",
@@ -345,3 +727,49 @@ def leaf(name: str) -> Command:
     head, _, sub = name.partition(" ")
     command = COMMANDS[head]
     return command.subcommands[sub] if sub else command
+
+
+# ----- what a command line parses to -------------------------------------------------------------
+
+
+class Args:
+    """A parsed command line.
+
+    ``command`` is the command's name (``"apps add"`` for a subcommand), ``params`` its own
+    arguments keyed by request field (None when not given), ``rest`` the words after
+    ``service``, and one attribute per global option (``timeout`` None when not given).
+    """
+
+    __slots__ = (
+        "command",
+        "json",
+        "no_autostart",
+        "params",
+        "rest",
+        "session",
+        "socket",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        command: str,
+        values: dict[str, object],
+        params: dict[str, object] | None = None,
+        rest: list[str] | None = None,
+    ) -> None:
+        self.command = command
+        self.params: dict[str, object] = params or {}
+        self.rest: list[str] = rest or []
+        self.json = bool(values.get("json", False))
+        self.no_autostart = bool(values.get("no_autostart", False))
+        socket = values.get("socket")
+        self.socket = socket if isinstance(socket, str) else None
+        session = values.get("session")
+        self.session = session if isinstance(session, str) else None
+        timeout = values.get("timeout")
+        self.timeout = timeout if isinstance(timeout, float) else None
+
+    def as_dict(self) -> dict[str, object]:
+        """Every attribute by name (the tests compare parsers with it)."""
+        return {name: getattr(self, name) for name in self.__slots__}

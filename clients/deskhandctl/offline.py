@@ -16,7 +16,7 @@ from deskhandctl.exitcodes import DAEMON_ERROR, OK, USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Args
 
 
 def run_offline(args: Args) -> int:

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskhandctl.cmdline import Args
+    from deskhandctl.grammar import Args
 
 MAX_BYTES = 64 * 1024 * 1024  # the daemon's own trace budget
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from deskhandctl.__main__ import main
-from deskhandctl.cmdline import parse, parse_fast, parse_slow
 from deskhandctl.grammar import APPS_HINT
+from deskhandctl.parser import parse, parse_fast
+from deskhandctl.usage import build, parse_slow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -349,6 +350,27 @@ def test_command_help_shows_its_arguments(command: str, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert out.startswith(f"usage: deskhandctl {command}")
     assert "--json" in out and "--session" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "built"),
+    [
+        (["--help"], set()),
+        (["stat"], set()),
+        (["click", "--app", "A", "--help"], {"click"}),
+        (["apps", "remove", "X"], {"apps"}),
+        (["apps", "add", "--help"], {"apps", "apps add"}),
+        (["observe", "status", "--"], {"observe", "status"}),
+    ],
+)
+def test_argparse_is_built_for_the_named_command_only(argv: list[str], built: set[str]) -> None:
+    """Help and usage errors build argparse only for commands the line names; the rest are
+    bare entries, listed in the top-level help and in the choices of a misspelt command."""
+    parser, by_name = build(argv)
+    assert set(by_name) == built
+    usage = parser.format_help()
+    for name in ("status", "observe", "grants", "service"):
+        assert name in usage
 
 
 def test_parse_raises_system_exit_for_help() -> None:

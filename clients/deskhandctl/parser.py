@@ -1,80 +1,27 @@
-"""The command line of ``deskhandctl``: two parsers over one grammar (:mod:`deskhandctl.grammar`).
+"""Reading ``deskhandctl``'s command line into :class:`~deskhandctl.grammar.Args`.
 
-:func:`parse` first tries a small hand-written parser that understands well-formed command lines
-only; anything else (``--help``, a misspelt option, a bad value, a missing argument, ``--``) goes
-to an ``argparse`` parser built from the same tables, which prints help or a usage error exactly
-as argparse does. Why two: on a slow machine, importing argparse (with ``gettext`` and
-``locale``) and building the parser cost about as much as starting Python itself, and
-``deskhandctl status`` should start fast. A test checks that both parsers agree wherever the fast
-one gives an answer.
+:func:`parse` first tries :func:`parse_fast`, a small hand-written parser over the grammar table
+that understands well-formed command lines only; anything else (``--help``, a misspelt option,
+a bad value, a missing argument, ``--``) goes to :func:`deskhandctl.usage.parse_slow`, which
+builds argparse for the command concerned and prints help or a usage error exactly as argparse
+does. Why two: on a slow machine, importing argparse (with ``gettext`` and ``locale``) and
+building a parser cost about as much as starting Python itself, and ``deskhandctl status``
+should start fast. A test checks that both agree wherever the fast one gives an answer.
 
-The argparse twin lives in :mod:`deskhandctl.argparser`. Global options are accepted before
-and after the command; a command's own options come after it. Everything after ``service`` is
-passed untouched to ``deskhandctl.service.main``.
+Global options are accepted before and after the command; a command's own options come after
+it. Everything after ``service`` is passed untouched to ``deskhandctl.service.main``.
 """
 
 from __future__ import annotations
 
 from deskhand_d import __version__
-from deskhandctl.grammar import COMMANDS, DEFAULT_TIMEOUT_S, OPTION_BY_FLAG, PASSTHROUGH, PROG
+from deskhandctl.grammar import COMMANDS, OPTION_BY_FLAG, PASSTHROUGH, PROG, Args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
-
     from deskhandctl.grammar import Command, Param
 
-__all__ = ["DEFAULT_TIMEOUT_S", "PASSTHROUGH", "Args", "parse"]
-
-DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
-EPILOG = (
-    "Exit codes: 0 ok, 1 error reply or failed action, 2 usage, 69 daemon not running, "
-    "73 screenshot not saved, 75 timeout, 76 protocol mismatch, 77 permission refused, "
-    "130 interrupted. See docs/cli.md."
-)
-
-
-class Args:
-    """A parsed command line.
-
-    ``command`` is the command's name (``"apps add"`` for a subcommand), ``params`` its own
-    arguments keyed by request field (None when not given), ``rest`` the words after
-    ``service``, and one attribute per global option (``timeout`` None when not given).
-    """
-
-    __slots__ = (
-        "command",
-        "json",
-        "no_autostart",
-        "params",
-        "rest",
-        "session",
-        "socket",
-        "timeout",
-    )
-
-    def __init__(
-        self,
-        command: str,
-        values: dict[str, object],
-        params: dict[str, object] | None = None,
-        rest: list[str] | None = None,
-    ) -> None:
-        self.command = command
-        self.params: dict[str, object] = params or {}
-        self.rest: list[str] = rest or []
-        self.json = bool(values.get("json", False))
-        self.no_autostart = bool(values.get("no_autostart", False))
-        socket = values.get("socket")
-        self.socket = socket if isinstance(socket, str) else None
-        session = values.get("session")
-        self.session = session if isinstance(session, str) else None
-        timeout = values.get("timeout")
-        self.timeout = timeout if isinstance(timeout, float) else None
-
-    def as_dict(self) -> dict[str, object]:
-        """Every attribute by name (the tests compare parsers with it)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+__all__ = ["parse", "parse_fast"]
 
 
 def parse(argv: list[str]) -> Args:
@@ -85,6 +32,8 @@ def parse(argv: list[str]) -> Args:
     args = parse_fast(argv)
     if args is not None:
         return args
+    from deskhandctl.usage import parse_slow  # argparse: help and usage errors only
+
     return parse_slow(argv)
 
 
@@ -187,17 +136,3 @@ def _finish(
     if command.check is not None and command.check(params) is not None:
         return None
     return Args(name, values, params)
-
-
-def parse_slow(argv: list[str]) -> Args:
-    """Parse with argparse: prints help and usage errors, exits 0 or 2 through SystemExit."""
-    from deskhandctl.argparser import parse_slow as parse_with_argparse
-
-    return parse_with_argparse(argv)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The argparse twin of :func:`parse_fast`, built from the same tables."""
-    from deskhandctl.argparser import build
-
-    return build()[0]

@@ -1,9 +1,12 @@
-"""The argparse twin of :func:`deskhandctl.cmdline.parse_fast`, built from the same tables.
+"""Help and usage errors: argparse, built from the grammar table for the command concerned.
 
-Imported only when the fast parser declines a command line (``--help``, usage errors, unusual
-spellings such as ``--``), so argparse, gettext and locale stay off the common path. Usage
-errors print the usage of the command concerned, plus its hint (``apps`` explains what it
-never does), and exit 2 through ``SystemExit`` as argparse does.
+Imported only when :func:`deskhandctl.parser.parse_fast` declines a command line (``--help``,
+usage errors, unusual spellings such as ``--``), so argparse, gettext and locale stay off the
+common path. Only the commands that the command line names get their arguments; every other
+command is an empty subparser, there so that the top-level help lists it and a misspelt name is
+answered with the full list of choices. Usage errors print the usage of the command concerned,
+plus its hint (``apps`` explains what it never does), and exit 2 through ``SystemExit`` as
+argparse does.
 """
 
 from __future__ import annotations
@@ -14,11 +17,19 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from deskhand_d import __version__
-from deskhandctl.cmdline import DESCRIPTION, EPILOG, Args
-from deskhandctl.grammar import COMMANDS, OPTIONS, PASSTHROUGH, PROG, leaf
+from deskhandctl.grammar import (
+    COMMANDS,
+    DESCRIPTION,
+    EPILOG,
+    OPTIONS,
+    PASSTHROUGH,
+    PROG,
+    Args,
+    leaf,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Collection
 
     from deskhandctl.grammar import Command, Param
 
@@ -49,7 +60,7 @@ class Formatter(argparse.HelpFormatter):
 
 def parse_slow(argv: list[str]) -> Args:
     """Parse ``argv`` with argparse; help and usage errors leave through SystemExit."""
-    parser, by_name = build()
+    parser, by_name = build(argv)
     namespace, extras = parser.parse_known_args(argv)
     values = vars(namespace)
     name = str(values.pop("command"))
@@ -69,8 +80,15 @@ def parse_slow(argv: list[str]) -> Args:
     return Args(name, options, values, rest)
 
 
-def build() -> tuple[Parser, dict[str, Parser]]:
-    """The parser, and the parser of each command by name (for usage errors found later)."""
+def build(argv: Collection[str]) -> tuple[Parser, dict[str, Parser]]:
+    """The parser for ``argv``, and the parser of each command it built in full, by name (for
+    usage errors found after parsing).
+
+    A command (or subcommand) is built in full when its name is one of the words of ``argv``:
+    argparse chooses a subparser only by a word equal to its name, so the command it will
+    choose is always among them.
+    """
+    words = set(argv)
     parser = Parser(
         prog=PROG,
         description=DESCRIPTION,
@@ -98,6 +116,9 @@ def build() -> tuple[Parser, dict[str, Parser]]:
             )
             sub.add_argument("rest", nargs=argparse.REMAINDER)
             continue
+        if name not in words:
+            _placeholder(commands, command)
+            continue
         sub = _command_parser(commands, command)
         by_name[name] = sub
         if command.subcommands:
@@ -105,8 +126,16 @@ def build() -> tuple[Parser, dict[str, Parser]]:
                 dest="subcommand", required=True, metavar="ACTION", parser_class=Parser
             )
             for child in command.subcommands.values():
-                by_name[f"{name} {child.name}"] = _command_parser(nested, child)
+                if child.name in words:
+                    by_name[f"{name} {child.name}"] = _command_parser(nested, child)
+                else:
+                    _placeholder(nested, child)
     return parser, by_name
+
+
+def _placeholder(commands: argparse._SubParsersAction[Parser], command: Command) -> None:
+    """A command that ``argv`` does not name: listed (name and help), never parsed with."""
+    commands.add_parser(command.name, help=command.help, add_help=False)
 
 
 def _command_parser(commands: argparse._SubParsersAction[Parser], command: Command) -> Parser:
