@@ -1,10 +1,28 @@
 """The one error tree for Deskhand.
 
-Every refusal the daemon can give a client is a subclass of :class:`DeskhandError` with a
-stable snake_case ``code`` (clients switch on it) and a message that tells the person or the
-calling agent what to do next. Pure modules return outcomes as values; these exceptions belong
-to the shells and are turned into ``error`` replies at the RPC boundary. Anything that is not a
-``DeskhandError`` becomes ``internal`` there, with the traceback logged and never sent.
+Every refusal the daemon can give a client is a :class:`DeskhandError` with a stable snake_case
+``code`` (clients switch on it) and a message that tells the person or the calling agent what to
+do next. Pure modules return outcomes as values; these exceptions belong to the shells and are
+turned into ``error`` replies at the RPC boundary (``reply_data``). The tree says whose fault a
+failure is, the way h11 and wsproto split local from remote protocol errors::
+
+    DeskhandError
+    ├── ClientError        the request is at fault (bad, out of order, too large): fix it
+    ├── Unavailable        the daemon cannot serve it now, or its setup forbids it
+    │   └── SettingsError  config, apps.json, grants.json
+    ├── DispatchError      about an action on the desktop; always states its delivery
+    │   ├── Refusal        refused before anything was sent (gates, consent, stateIds, ...)
+    │   ├── BackendFault   the backend's side, a remote fault (unreachable, unknown, refused)
+    │   └── RequestCancelled
+    ├── JevError           the Jev API's side, a remote fault
+    ├── RunStopped         a Jev run at one of its own limits
+    └── InternalError      a bug in Deskhand (details in the log only)
+
+Foreign exceptions are turned into this tree once, where they enter: the backend client maps
+pipe, process and protocol failures to :class:`BackendFault` subclasses
+(``mcp/connection.py``), the Jev client maps httpx failures to :class:`JevError` subclasses
+(``jev/client.py``), and the connection turns anything else into :class:`InternalError`
+(``rpc/connection.py``).
 """
 
 from __future__ import annotations
@@ -83,13 +101,11 @@ class DeskhandError(Exception):
         return out
 
 
-class ConfigError(DeskhandError):
-    """The configuration (file or environment) is invalid. The daemon exits with 78."""
-
-    code = "config_invalid"
+class ClientError(DeskhandError):
+    """The request itself is at fault; nothing ran. Fix it and send it again."""
 
 
-class BadRequest(DeskhandError):
+class BadRequest(ClientError):
     """The client sent something undecodable, of the wrong shape, or out of order.
 
     The connection stays usable; fix the request and send it again.
@@ -107,186 +123,140 @@ class RequestTooLarge(BadRequest):
     code = "request_too_large"
 
 
-class AppsFileError(DeskhandError):
-    """apps.json is unsafe, corrupt or full; nothing was changed. The message says which."""
-
-    code = "apps_file_invalid"
-
-
 class HelloRequired(BadRequest):
     """An op other than ``hello`` arrived before the ``hello`` exchange."""
 
     code = "hello_required"
 
 
-class ProtocolMismatch(DeskhandError):
+class ProtocolMismatch(ClientError):
     """The client speaks a protocol version this daemon does not."""
 
     code = "protocol_mismatch"
 
 
-class TooManyRequests(DeskhandError):
+class TooManyRequests(ClientError):
     """The connection already has the maximum number of requests outstanding."""
 
     code = "too_many_requests"
 
 
-class TooManyClients(DeskhandError):
+class GrantNotFound(ClientError):
+    """``grants revoke`` / ``grants restore`` named an app with no matching saved grant."""
+
+    code = "grant_not_found"
+
+
+class ModeBusy(ClientError):
+    """The mode cannot change while this session runs a task."""
+
+    code = "mode_busy"
+
+
+class JevModeRequired(ClientError):
+    """``run`` was asked of a session in native mode; nothing was sent to Jev."""
+
+    code = "jev_mode_required"
+
+
+class Unavailable(DeskhandError):
+    """The daemon cannot serve this now, or is set up so that it cannot; the message says what
+    to fix or when to try again."""
+
+
+class ShuttingDown(Unavailable):
+    """The daemon is stopping and takes no new work."""
+
+    code = "shutting_down"
+
+
+class TooManyClients(Unavailable):
     """Every connection slot is taken: this connection sits in the spare slot that is kept for
     the emergency stop, which serves ``hello`` and ``stop`` only and then closes."""
 
     code = "too_many_clients"
 
 
-class ShuttingDown(DeskhandError):
-    """The daemon is stopping and takes no new work."""
+class MissingJevKey(Unavailable):
+    """Jev mode needs a TypeSafe API key (``TYPESAFE_API_KEY`` or the owner-only env file)."""
 
-    code = "shutting_down"
-
-
-class InternalError(DeskhandError):
-    """A bug in Deskhand. The details are in the daemon log, never in the reply."""
-
-    code = "internal"
+    code = "missing_jev_key"
 
 
-class BackendUnavailable(DeskhandError):
-    """The backend could not be started, or died before a call was sent. Nothing happened."""
+class SettingsError(Unavailable):
+    """A settings file (config, apps.json, grants.json) is unsafe, corrupt or cannot be written;
+    nothing was changed."""
 
-    code = "backend_unavailable"
+
+class ConfigError(SettingsError):
+    """The configuration (file or environment) is invalid. The daemon exits with 78."""
+
+    code = "config_invalid"
+
+
+class AppsFileError(SettingsError):
+    """apps.json is unsafe, corrupt or full; nothing was changed. The message says which."""
+
+    code = "apps_file_invalid"
+
+
+class GrantsFileError(SettingsError):
+    """grants.json is unsafe, corrupt or full; nothing was changed. The message says which."""
+
+    code = "grants_file_invalid"
+
+
+class DispatchError(DeskhandError):
+    """About an action on the desktop: every one states its ``delivery`` — the branch or class
+    gives the default, the raiser the exact value where it depends (a stop while observing is
+    ``refused``, while acting ``unknown``)."""
+
+
+class Refusal(DispatchError):
+    """Deskhand (or the person, through it) refused before anything reached the desktop:
+    ``delivery`` is ``refused``."""
+
     default_delivery = "refused"
 
 
-class DesktopUnreachable(BackendUnavailable):
-    """``auto`` found a desktop session it cannot operate (no accessibility bus, no X display
-    or XTEST), so no backend was started: never the simulator in its place. The message names
-    the fix; ``data.checks`` lists every check. Nothing happened on the desktop."""
-
-    code = "desktop_unreachable"
-
-
-class BackendTimeout(DeskhandError):
-    """Starting the backend took too long (``data.phase``: start, initialize, tools_list).
-
-    No tool call was sent, so nothing happened on the desktop. Timeouts of a call in flight are
-    :class:`OutcomeUnknown` instead.
-    """
-
-    code = "backend_timeout"
-    default_delivery = "refused"
-
-
-class OutcomeUnknown(DeskhandError):
-    """A call was sent but its result never arrived (timeout, crash, broken pipe, garbage),
-    or the app it was acting on went away in the middle of it.
-
-    The action may or may not have happened. Deskhand never retries it: observe again.
-    """
-
-    code = "outcome_unknown"
-    default_delivery = "unknown"
-
-
-class AuditUnavailable(DeskhandError):
-    """The dispatch's audit record could not be written (``data.path``, ``data.cause``), so
-    nothing was dispatched: no action goes unrecorded. Free space or repair the audit
-    directory, then try again."""
-
-    code = "audit_unavailable"
-    default_delivery = "refused"
-
-
-class InputTargetChanged(DeskhandError):
-    """The backend stopped an action before sending more input because the input would no
-    longer have reached the app the person allowed (another window took the keyboard focus
-    or covers the point). ``delivery`` is ``refused`` when nothing was sent, else ``partial``
-    with the count in ``delivered``. Observe again before acting."""
-
-    code = "input_target_changed"
-
-
-class BackendError(DeskhandError):
-    """The backend answered with a JSON-RPC error (``data.rpc_code``); the call did not run."""
-
-    code = "backend_error"
-    default_delivery = "refused"
-
-
-class SessionStopped(DeskhandError):
-    """The person pressed Stop for this turn; no observation or action until a new turn."""
-
-    code = "session_stopped"
-
-
-class ApprovalDeclined(DeskhandError):
-    """The person declined the backend's approval prompt for this app."""
-
-    code = "approval_declined"
-    default_delivery = "refused"
-
-
-class ApprovalCancelled(DeskhandError):
-    """The approval prompt was cancelled (no one could answer, unsupported, or cancelled)."""
-
-    code = "approval_cancelled"
-    default_delivery = "refused"
-
-
-class AppNotAllowed(DeskhandError):
+class AppNotAllowed(Refusal):
     """The app is not on the allowlist; nothing was sent to the backend.
 
     Only the person may add an app (``deskhandctl apps add NAME``).
     """
 
     code = "app_not_allowed"
-    default_delivery = "refused"
 
 
-class GrantsFileError(DeskhandError):
-    """grants.json is unsafe, corrupt or full; nothing was changed. The message says which."""
-
-    code = "grants_file_invalid"
-
-
-class ConsentDenied(DeskhandError):
+class ConsentDenied(Refusal):
     """Deskhand's own consent for this app is missing: the person said no, nobody could be
     asked, or access was revoked while the question was open (``data.reason``). Nothing was
     sent to the backend."""
 
     code = "consent_denied"
-    default_delivery = "refused"
 
 
-class AppUnidentified(DeskhandError):
+class AppUnidentified(Refusal):
     """The app could not be resolved to an executable identity without launching it, so no
     consent can cover it. Nothing was sent; give its full path or bundle id."""
 
     code = "app_unidentified"
-    default_delivery = "refused"
 
 
-class IdentityChanged(DeskhandError):
+class IdentityChanged(Refusal):
     """The app's executable changed between the person's decision and the launch; nothing was
     launched. Ask again."""
 
     code = "identity_changed"
-    default_delivery = "refused"
 
 
-class GrantNotFound(DeskhandError):
-    """``grants revoke`` / ``grants restore`` named an app with no matching saved grant."""
-
-    code = "grant_not_found"
-
-
-class StateError(DeskhandError):
+class StateError(Refusal):
     """A stateId cannot be used for this action; observe the app again (``get_app_state``).
 
     Decided without any backend traffic. Subclasses name the exact reason.
     """
 
     code = "state_unknown"
-    default_delivery = "refused"
 
 
 class StateUnknown(StateError):
@@ -313,12 +283,6 @@ class StateInvalidated(StateError):
     code = "state_invalidated"
 
 
-class StateChanged(DeskhandError):
-    """The person changed the app; observe it again before any other op."""
-
-    code = "state_changed"
-
-
 class ElementNotInState(StateError):
     code = "element_not_in_state"
 
@@ -327,7 +291,7 @@ class CoordinatesNeedScreenshot(StateError):
     code = "coordinates_need_screenshot"
 
 
-class CoordinatesOutsideWindow(DeskhandError):
+class CoordinatesOutsideWindow(Refusal):
     """A click's or drag's point lies outside the app's window as the observation's screenshot
     shows it. ``data``: ``x``, ``y`` and, when known, ``width`` and ``height`` (the screenshot's
     size in pixels; points count from its top-left corner). Refused before dispatch when the
@@ -335,10 +299,130 @@ class CoordinatesOutsideWindow(DeskhandError):
     ``invalidParameter``) gets the same code with ``delivery: dispatched``."""
 
     code = "coordinates_outside_window"
+
+
+class RecoveryPending(Refusal):
+    """The app changed under us; every op is refused until a fresh observation of it succeeds."""
+
+    code = "recovery_pending"
+
+
+class LaunchBanned(Refusal):
+    """launch_app is banned for this app for the rest of the turn (stop, decline or unknown)."""
+
+    code = "launch_banned"
+
+
+class Locked(Refusal):
+    """The emergency stop is engaged; only status and unlock are accepted."""
+
+    code = "locked"
+
+
+class QueueFull(Refusal):
+    """The action queue is at its configured depth; try again shortly."""
+
+    code = "queue_full"
+
+
+class HandoffRequired(Refusal):
+    """In jev mode, native actions need an active handoff for this app with budget left."""
+
+    code = "handoff_required"
+
+
+class AuditUnavailable(Refusal):
+    """The dispatch's audit record could not be written (``data.path``, ``data.cause``), so
+    nothing was dispatched: no action goes unrecorded. Free space or repair the audit
+    directory, then try again."""
+
+    code = "audit_unavailable"
+
+
+class ApprovalDeclined(Refusal):
+    """The person declined the backend's approval prompt for this app."""
+
+    code = "approval_declined"
+
+
+class ApprovalCancelled(Refusal):
+    """The approval prompt was cancelled (no one could answer, unsupported, or cancelled)."""
+
+    code = "approval_cancelled"
     default_delivery = "refused"
 
 
-class BackendRefused(DeskhandError):
+class BackendFault(DispatchError):
+    """The backend's side: it could not be reached, failed, or refused in its own terms. A
+    remote fault; ``delivery`` says whether the call got there."""
+
+
+class BackendUnavailable(BackendFault):
+    """The backend could not be started, or died before a call was sent. Nothing happened."""
+
+    code = "backend_unavailable"
+    default_delivery = "refused"
+
+
+class DesktopUnreachable(BackendUnavailable):
+    """``auto`` found a desktop session it cannot operate (no accessibility bus, no X display
+    or XTEST), so no backend was started: never the simulator in its place. The message names
+    the fix; ``data.checks`` lists every check. Nothing happened on the desktop."""
+
+    code = "desktop_unreachable"
+
+
+class BackendTimeout(BackendFault):
+    """Starting the backend took too long (``data.phase``: start, initialize, tools_list).
+
+    No tool call was sent, so nothing happened on the desktop. Timeouts of a call in flight are
+    :class:`OutcomeUnknown` instead.
+    """
+
+    code = "backend_timeout"
+    default_delivery = "refused"
+
+
+class BackendError(BackendFault):
+    """The backend answered with a JSON-RPC error (``data.rpc_code``); the call did not run."""
+
+    code = "backend_error"
+    default_delivery = "refused"
+
+
+class OutcomeUnknown(BackendFault):
+    """A call was sent but its result never arrived (timeout, crash, broken pipe, garbage),
+    or the app it was acting on went away in the middle of it.
+
+    The action may or may not have happened. Deskhand never retries it: observe again.
+    """
+
+    code = "outcome_unknown"
+    default_delivery = "unknown"
+
+
+class SessionStopped(BackendFault):
+    """The person pressed Stop for this turn; no observation or action until a new turn."""
+
+    code = "session_stopped"
+
+
+class StateChanged(BackendFault):
+    """The person changed the app; observe it again before any other op."""
+
+    code = "state_changed"
+
+
+class InputTargetChanged(BackendFault):
+    """The backend stopped an action before sending more input because the input would no
+    longer have reached the app the person allowed (another window took the keyboard focus
+    or covers the point). ``delivery`` is ``refused`` when nothing was sent, else ``partial``
+    with the count in ``delivered``. Observe again before acting."""
+
+    code = "input_target_changed"
+
+
+class BackendRefused(BackendFault):
     """The backend refused the call because of its arguments or its target, and said so in its
     own terms; the message says in ours what was wrong and what to do, and
     ``data.backend_text`` keeps the backend's text. Nothing was done on the desktop, except
@@ -439,106 +523,69 @@ class NoWindow(BackendRefused):
     code = "no_window"
 
 
-class RecoveryPending(DeskhandError):
-    """The app changed under us; every op is refused until a fresh observation of it succeeds."""
-
-    code = "recovery_pending"
-    default_delivery = "refused"
+class JevError(DeskhandError):
+    """The Jev API (a remote service) failed or refused; no desktop action was dispatched for
+    that step."""
 
 
-class LaunchBanned(DeskhandError):
-    """launch_app is banned for this app for the rest of the turn (stop, decline or unknown)."""
-
-    code = "launch_banned"
-    default_delivery = "refused"
-
-
-class Locked(DeskhandError):
-    """The emergency stop is engaged; only status and unlock are accepted."""
-
-    code = "locked"
-    default_delivery = "refused"
-
-
-class QueueFull(DeskhandError):
-    """The action queue is at its configured depth; try again shortly."""
-
-    code = "queue_full"
-    default_delivery = "refused"
-
-
-class ModeBusy(DeskhandError):
-    """The mode cannot change while this session runs a task."""
-
-    code = "mode_busy"
-
-
-class HandoffRequired(DeskhandError):
-    """In jev mode, native actions need an active handoff for this app with budget left."""
-
-    code = "handoff_required"
-    default_delivery = "refused"
-
-
-class Cancelled(DeskhandError):
-    """The request was cancelled (by the client, a disconnect or the emergency stop)."""
-
-    code = "cancelled"
-
-
-class MissingJevKey(DeskhandError):
-    """Jev mode needs a TypeSafe API key (``TYPESAFE_API_KEY`` or the owner-only env file)."""
-
-    code = "missing_jev_key"
-
-
-class JevModeRequired(DeskhandError):
-    """``run`` was asked of a session in native mode; nothing was sent to Jev."""
-
-    code = "jev_mode_required"
-
-
-class JevUnavailable(DeskhandError):
+class JevUnavailable(JevError):
     """The Jev API could not be reached or kept failing (network, 429 or 5xx after retries)."""
 
     code = "jev_unavailable"
 
 
-class JevTimeout(DeskhandError):
+class JevTimeout(JevError):
     """A Jev request took longer than its per-attempt limit; no desktop action was dispatched."""
 
     code = "jev_timeout"
 
 
-class JevRejected(DeskhandError):
+class JevRejected(JevError):
     """The Jev API refused the request (a 4xx other than 429: key, quota, request shape)."""
 
     code = "jev_rejected"
 
 
-class JevInvalidResponse(DeskhandError):
+class JevInvalidResponse(JevError):
     """The Jev API answered with something that is not a valid set of answers."""
 
     code = "jev_invalid_response"
 
 
-class TraceIncomplete(DeskhandError):
+class RunStopped(DeskhandError):
+    """A Jev run stopped at one of its own limits before any further dispatch."""
+
+
+class TraceIncomplete(RunStopped):
     """The run's trace could not be written (budget reached or a write failed); the run stopped
     before any further dispatch rather than act without a record."""
 
     code = "trace_incomplete"
 
 
-class TaskDeadlineExceeded(DeskhandError):
+class TaskDeadlineExceeded(RunStopped):
     """This turn's Jev runs used up their time budget; the calling agent decides what next."""
 
     code = "task_deadline_exceeded"
 
 
-class ActionBudgetExhausted(DeskhandError):
+class ActionBudgetExhausted(RunStopped):
     """This turn's Jev runs (or a handoff) used up their action attempts."""
 
     code = "action_budget_exhausted"
+
+
+class RequestCancelled(DispatchError):
+    """The request was cancelled (by the client, a disconnect or the emergency stop)."""
+
+    code = "cancelled"
+    default_delivery = "unknown"
+
+
+class InternalError(DeskhandError):
+    """A bug in Deskhand. The details are in the daemon log, never in the reply."""
+
+    code = "internal"
 
 
 class StartupError(Exception):

@@ -2,12 +2,10 @@
 
 Theory of operation. :meth:`ActionQueue.run` enqueues a job and waits for its outcome; a
 single worker task (:meth:`serve`, started with ``nursery.start``) runs jobs in order, each
-inside its own cancel scope. When nothing is queued or running, the job runs straight away in
-the caller's own task instead (same order, two task switches fewer); a busy flag makes sure
-the worker and such an inline job never run at the same time. Cancelling the waiting caller
-(the client cancelled the request or disconnected) cancels its job: skipped if still queued,
-cancelled in flight otherwise (the backend client then answers pending prompts with
-``cancel`` and tells the backend). The
+inside its own cancel scope; being the only task that runs jobs, it needs no lock to keep them
+one at a time. Cancelling the waiting caller (the client cancelled the request or
+disconnected) cancels its job: skipped if still queued, cancelled in flight otherwise (the
+backend client then answers pending prompts with ``cancel`` and tells the backend). The
 emergency stop cancels every job; a job stopped in flight ends :class:`OutcomeUnknown`, a
 queued one :class:`Cancelled`. The queue is bounded: a full queue refuses at once
 (``queue_full``) rather than growing without limit.
@@ -24,8 +22,7 @@ from typing import Any
 import outcome
 import trio
 
-from deskhand_d.errors import Cancelled, OutcomeUnknown, QueueFull
-from deskhand_d.mcp.fastlock import FastLock
+from deskhand_d.errors import OutcomeUnknown, QueueFull, RequestCancelled
 
 
 @dataclass(eq=False)
@@ -47,9 +44,7 @@ class ActionQueue:
         self._waiting: collections.OrderedDict[int, Job] = collections.OrderedDict()
         self.current: Job | None = None
         self.completed = 0
-        self._busy = FastLock()  # held by whichever job runs, inline or in the worker
         self._job_s = 0.05  # running average of a job's time, for retry_after_ms
-        self._handover: Job | None = None
 
     @property
     def depth(self) -> int:
@@ -84,17 +79,6 @@ class ActionQueue:
         except trio.Cancelled:
             job.scope.cancel()  # skipped if queued, cancelled if running
             raise
-        assert job.result is not None
-        return job.result.unwrap()
-
-    async def _run_inline(self, job: Job) -> Any:
-        self.current = job
-        try:
-            await self._execute(job)
-        finally:
-            self.current = None
-            self.completed += 1
-            self._busy.release()
         assert job.result is not None
         return job.result.unwrap()
 
@@ -147,7 +131,7 @@ class ActionQueue:
             self._waiting.pop(id(job), None)
             if job.scope.cancel_called:
                 job.result = outcome.Error(
-                    Cancelled(
+                    RequestCancelled(
                         "cancelled before it ran "
                         f"({job.stopped_by or 'the request was cancelled'}); nothing was sent",
                         delivery="refused",
@@ -155,16 +139,10 @@ class ActionQueue:
                 )
                 job.done.set()
                 continue
-            self._handover = job  # keeps later callers from running inline ahead of it
-            try:
-                await self._busy.acquire()  # an inline job may be running
-            finally:
-                self._handover = None
             self.current = job
             try:
                 await self._execute(job)
             finally:
                 self.current = None
                 self.completed += 1
-                self._busy.release()
                 job.done.set()

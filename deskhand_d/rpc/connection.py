@@ -24,9 +24,10 @@ from trio_websocket import ConnectionClosed, WebSocketConnection
 
 from deskhand_d.errors import (
     BadRequest,
-    Cancelled,
     DeskhandError,
     HelloRequired,
+    InternalError,
+    RequestCancelled,
     ShuttingDown,
     TooManyRequests,
 )
@@ -197,7 +198,7 @@ class Connection:
                     if self._close_request is not None
                     else "cancelled at the client's request"
                 )
-                raise Cancelled(
+                raise RequestCancelled(
                     f"{why}; if it had already started, its outcome is unknown: observe again",
                     delivery="unknown",
                 )
@@ -207,7 +208,7 @@ class Connection:
             log.exception("request.failed", conn=self.conn_id, op=op)
             await self._reply_error(
                 request.id,
-                DeskhandError("the daemon hit an internal error; see its log for details"),
+                InternalError("the daemon hit an internal error; see its log for details"),
             )
         else:
             ok = True

@@ -130,7 +130,7 @@ async def run(conn: Connection, req: Run) -> ResultBody:
                 "effect is unknown, so observe again",
                 data=data,
             )
-        return E.Cancelled(
+        return E.RequestCancelled(
             f"the run was cancelled ({loop.phase}); nothing was being dispatched",
             data=data,
             delivery="refused",
