@@ -9,9 +9,13 @@ Theory of operation.
 * **Reading and routing** are :mod:`deskhand_d.mcp.process`'s: the waiting call reads the
   pipe itself, an idle watcher reads otherwise; ``ping`` is answered ``{}``, approval requests
   go to the call in flight, any other server request gets -32601 (never silence).
-* **Calls.** One at a time (a lock). Arguments are fitted to the advertised schema before
-  anything is sent. The call's deadline runs only while we wait for the backend; it is paused
-  while the person decides an approval, and the caller's cancellation stays live throughout.
+* **Calls.** One at a time: a flag lock (:mod:`deskhand_d.mcp.fastlock`) is held for the whole
+  call, because a process has one slot for the call in flight (``Process.current``). In the
+  daemon every call comes from the action queue's one worker, so it is never contended there;
+  it keeps a connection shared by other callers (tests, benchmarks) correct. Arguments are
+  fitted to the advertised schema before anything is sent. The call's deadline runs only while
+  we wait for the backend; it is paused while the person decides an approval, and the
+  caller's cancellation stays live throughout.
 * **Approvals** go to the ``on_approval`` callback supplied with the call. The person's accept
   is the only way to send ``accept``; everything else sends ``decline`` (the person declined)
   or ``cancel`` (nobody could answer, the handler failed, the request was unsupported,

@@ -2,9 +2,12 @@
 
 ``trio.Lock`` does careful bookkeeping on every acquire (owner task, parking-lot breakers for
 deadlock detection), which costs several microseconds even when the lock is free; the backend
-client takes three locks per tool call. This lock is a flag plus a ParkingLot used only under
-contention. It is not reentrant, has no owner checks and is not strictly fair: a woken waiter
-re-checks the flag and parks again if another task took the lock first.
+client takes three locks per tool call, each against its own contender: the call lock (another
+caller of the same connection), the read lock (the idle watcher, reading between calls) and the
+write lock (the watcher answering a ping while the call sends). This lock is a flag plus a
+ParkingLot used only under contention. It is not reentrant, has no owner checks and is not
+strictly fair: a woken waiter re-checks the flag and parks again if another task took the lock
+first.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ one at a time. Cancelling the waiting caller (the client cancelled the request o
 disconnected) cancels its job: skipped if still queued, cancelled in flight otherwise (the
 backend client then answers pending prompts with ``cancel`` and tells the backend). The
 emergency stop cancels every job; a job stopped in flight ends :class:`OutcomeUnknown`, a
-queued one :class:`Cancelled`. The queue is bounded: a full queue refuses at once
-(``queue_full``) rather than growing without limit.
+queued one :class:`RequestCancelled` (``delivery: refused``, it never ran). The queue is
+bounded: a full queue refuses at once (``queue_full``) rather than growing without limit.
 """
 
 from __future__ import annotations

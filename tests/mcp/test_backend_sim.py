@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -269,3 +270,37 @@ async def test_calculator_arithmetic_through_the_client(sim_factory: Any) -> Non
             assert res.output.kind is Kind.OK, res.output.text
         final = await observe(conn)
     assert "30,244" in final.output.text
+
+
+async def test_concurrent_calls_on_one_connection_take_turns(sim_factory: Any) -> None:
+    """Callers outside the daemon's queue (tests, benchmarks) may share a connection: calls
+    made at once reach the backend one at a time, and each caller gets its own reply."""
+    sim = sim_factory({"preapproved": ["Calculator"], "delay_ms": {"press_key": 20}})
+    replies: dict[str, str] = {}
+    async with open_backend(sim.spec) as conn:
+        await observe(conn)
+
+        async def press(key: str) -> None:
+            res = await conn.call_tool("press_key", {"app": "Calculator", "key": key})
+            assert res.output.kind is Kind.OK, res.output.text
+            replies[key] = res.output.text
+
+        with trio.fail_after(20):
+            async with trio.open_nursery() as nursery:
+                for key in "1234567":
+                    nursery.start_soon(press, key)
+        final = (await observe(conn)).output.text
+    presses = [c for c in sim.calls() if c["tool"] == "press_key"]
+    assert len(presses) == 7 and all(c["in_flight"] == 1 for c in presses)
+    # Each reply shows the display just after its own key, so the displays the seven callers
+    # saw are the seven prefixes of the final one, each ending in that caller's key.
+    shown = {key: display(text) for key, text in replies.items()}
+    prefixes = {display(final)[:n] for n in range(1, 8)}
+    assert set(shown.values()) == prefixes
+    assert all(value.endswith(key) for key, value in shown.items())
+
+
+def display(tree: str) -> str:
+    """The Calculator's display in a tree, digits only."""
+    (value,) = re.findall(r"^\t*\d+ text \W?([\d,]+)$", tree, re.M)
+    return value.replace(",", "")
