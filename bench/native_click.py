@@ -1,24 +1,31 @@
 """Benchmark: a native ``click`` through the daemon vs the same call straight to the simulator.
 
-Two children run the simulated desktop (``python -m deskhand_d.backends.sim``) with the scenario
-``{"preapproved": ["Calculator"]}`` and no added delay:
+Three children run the simulated desktop (``python -m deskhand_d.backends.sim``) with the
+scenario ``{"preapproved": ["Calculator"]}`` and no added delay:
 
 * **daemon**: the real daemon (``python -m deskhand_d --socket S``, backend ``sim``) started as
   a child, which starts its own simulator. A trio-websocket client (JSON subprotocol) sends
   ``hello`` (session ``bench``), ``get_app_state`` for Calculator, then ``click`` after
   ``click``, each with the action-returned ``state_id`` of the previous reply.
-* **floor**: a second simulator child driven over MCP stdio by a minimal raw client in this
+* **sdk**: a second simulator child driven by the official MCP Python SDK's client, as an agent
+  that talks to the simulator directly would use it: ``mcp.ClientSession`` over
+  ``mcp.client.stdio.stdio_client``, run under trio through anyio in this process (under
+  asyncio it measured the same). ``initialize``, ``list_tools`` and one ``get_app_state``
+  untimed, then each click is one ``await session.call_tool("click", ...)``.
+* **floor**: a third simulator child driven over MCP stdio by a minimal raw client in this
   file: ``initialize``, ``notifications/initialized``, ``tools/list`` and one
   ``get_app_state`` untimed, then each ``tools/call click`` is one JSON line written and one
-  reply line read and parsed, nothing in between.
+  reply line read and parsed, nothing in between: the least any MCP client can do.
 
-Both sides click the same two buttons in turn, the digit 8 and All Clear (indices read from the
+All sides click the same two buttons in turn, the digit 8 and All Clear (indices read from the
 tree), so the display and the tree stay the same size. The timer covers sending the request,
-receiving the reply and parsing it, on both sides. After a warm-up, blocks alternate between the
-daemon and the floor until each has ``SAMPLES`` samples, so drift hits both alike; a daemon
-``ping`` and a simulator JSON-RPC ``ping`` are sampled in the same rotation for context (they
-split the daemon's extra time into transport and the rest). Percentiles are nearest-rank.
-Target: daemon / floor <= 1.3 at p50; the p99 ratio is reported too.
+receiving the reply and parsing it, on every side. After a warm-up, blocks rotate between the
+daemon, the SDK client and the floor until each has ``SAMPLES`` samples, so drift hits all
+alike; a daemon ``ping`` and a simulator JSON-RPC ``ping`` are sampled in the same rotation for
+context (they split the daemon's extra time into transport and the rest). Percentiles are
+nearest-rank; ``*_paired`` ratios are the median over rotations of the ratio of block medians,
+which cancels drift between rotations. Target: daemon / SDK client <= 1.3 at p50; the p99 ratio
+and the ratios to the raw floor are reported too.
 
 Then ``CLIENTS`` clients, each with its own connection and session, click through the daemon
 at once for ``CONCURRENT_S`` seconds. The daemon runs every backend call from every session
@@ -36,6 +43,7 @@ runs it too.
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import json
 import os
 import re
@@ -46,12 +54,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import trio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from trio_websocket import WebSocketConnection, wrap_client_stream
 
 from deskhand_d.consent.catalog import CatalogPlatform
@@ -277,11 +287,61 @@ class RawSim:
         return elapsed
 
 
+# ----- the official MCP Python SDK client -----------------------------------------------------
+
+
+class SdkSim:
+    """The official SDK's ``ClientSession``, clicking a simulator of its own over stdio."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self.session = session
+        self.targets = (0, 0)
+        self.clicks = 0
+
+    async def start(self) -> None:
+        await self.session.initialize()
+        await self.session.list_tools()
+        state = await self.session.call_tool("get_app_state", {"app": APP})
+        self.targets = buttons(_text(state.content))
+
+    async def click(self) -> int:
+        index = self.targets[self.clicks % 2]
+        self.clicks += 1
+        arguments = {"app": APP, "element_index": str(index)}
+        started = time.perf_counter_ns()
+        result = await self.session.call_tool("click", arguments)
+        elapsed = time.perf_counter_ns() - started
+        if result.isError or not _text(result.content).startswith("App="):
+            raise RuntimeError(f"SDK click failed: {str(result)[:500]}")
+        return elapsed
+
+
+def _text(content: list[Any]) -> str:
+    first = content[0] if content else None
+    return str(getattr(first, "text", ""))
+
+
+@asynccontextmanager
+async def sdk_sim(env: dict[str, str]) -> AsyncIterator[SdkSim]:
+    """A started :class:`SdkSim`; its simulator is stopped (by the SDK) when the block exits."""
+    server = StdioServerParameters(command=PYTHON, args=["-m", "deskhand_d.backends.sim"], env=env)
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        sim = SdkSim(session)
+        await sim.start()
+        yield sim
+
+
 # ----- sampling --------------------------------------------------------------------------------
 
 
 async def _interleaved(sock: Path, env: dict[str, str]) -> dict[str, Any]:
-    samples: dict[str, list[int]] = {"daemon": [], "floor": [], "daemon_ping": [], "sim_ping": []}
+    samples: dict[str, list[int]] = {
+        "daemon": [],
+        "sdk": [],
+        "floor": [],
+        "daemon_ping": [],
+        "sim_ping": [],
+    }
     sim = await trio.lowlevel.open_process(
         [PYTHON, "-m", "deskhand_d.backends.sim"],
         stdin=subprocess.PIPE,
@@ -291,12 +351,13 @@ async def _interleaved(sock: Path, env: dict[str, str]) -> dict[str, Any]:
     try:
         raw = RawSim(sim)
         await raw.start()
-        async with trio.open_nursery() as nursery:
+        async with sdk_sim(env) as sdk, trio.open_nursery() as nursery:
             client = await connect(nursery, sock, "bench")
-            if client.targets != raw.targets:
-                raise RuntimeError(f"trees differ: {client.targets} vs {raw.targets}")
+            if not client.targets == raw.targets == sdk.targets:
+                raise RuntimeError(f"trees differ: {client.targets}, {raw.targets}, {sdk.targets}")
             for _ in range(WARMUP):
                 await client.click()
+                await sdk.click()
                 await raw.click()
                 await client.ping()
                 await raw.ping()
@@ -306,6 +367,8 @@ async def _interleaved(sock: Path, env: dict[str, str]) -> dict[str, Any]:
                 while len(samples["floor"]) < SAMPLES:
                     for _ in range(BLOCK):
                         samples["daemon"].append(await client.click())
+                    for _ in range(BLOCK):
+                        samples["sdk"].append(await sdk.click())
                     for _ in range(BLOCK):
                         samples["floor"].append(await raw.click())
                     for _ in range(BLOCK):
@@ -324,9 +387,21 @@ async def _interleaved(sock: Path, env: dict[str, str]) -> dict[str, Any]:
         if waited.cancelled_caught:
             sim.kill()
     out: dict[str, Any] = {name: summary(values) for name, values in samples.items()}
+    for against in ("sdk", "floor"):
+        out[f"p50_ratio_{against}_paired"] = paired_ratio(samples["daemon"], samples[against])
     out["element_indices"] = list(client.targets)
     out["reobserved"] = client.reobserved
     return out
+
+
+def paired_ratio(values: list[int], against: list[int]) -> float:
+    """The median over rotations of (median of a block of ``values``) / (median of the block
+    of ``against`` sampled in the same rotation)."""
+    ratios = [
+        statistics.median(values[i : i + BLOCK]) / statistics.median(against[i : i + BLOCK])
+        for i in range(0, min(len(values), len(against)), BLOCK)
+    ]
+    return round(statistics.median(ratios), 2)
 
 
 async def _concurrent(sock: Path) -> dict[str, Any]:
@@ -460,8 +535,10 @@ def measure_native_click() -> dict[str, Any]:
         **single,
     }
     for q in ("p50", "p99"):
+        out[f"{q}_ratio_sdk"] = round(out["daemon"][f"{q}_ms"] / out["sdk"][f"{q}_ms"], 2)
         out[f"{q}_ratio"] = round(out["daemon"][f"{q}_ms"] / out["floor"][f"{q}_ms"], 2)
-    out["target_ratio"] = TARGET
+    out["target_ratio"] = TARGET  # for p50_ratio_sdk
+    out["sdk_client"] = f"mcp {importlib.metadata.version('mcp')} ClientSession, trio via anyio"
     out["concurrent"] = concurrent
     return out
 
