@@ -38,7 +38,7 @@ from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.service import NativeService
 from deskhand_d.native.sessions import SessionManager
 from deskhand_d.rpc import diagnostics, jev_ops, native_ops
-from deskhand_d.rpc.handlers import HANDLERS
+from deskhand_d.rpc.handlers import HANDLERS, Handler
 from deskhand_d.rpc.hub import Hub
 from deskhand_d.rpc.questions import Questions
 from deskhand_d.rpc.server import RpcServer
@@ -169,6 +169,17 @@ async def _expire_sessions(hub: Hub) -> None:
             log.info("session.expired", session=session.name or session.session_id[:8])
 
 
+HANDLER_GROUPS = (HANDLERS, diagnostics.HANDLERS, native_ops.HANDLERS, jev_ops.HANDLERS)
+
+
+def handler_table() -> dict[type, Handler]:
+    """Every op's handler, from the groups that own them (each op in exactly one group)."""
+    table: dict[type, Handler] = {}
+    for group in HANDLER_GROUPS:
+        table.update(group)
+    return table
+
+
 async def serve_daemon(
     cfg: Config,
     env: MutableMapping[str, str],
@@ -184,9 +195,7 @@ async def serve_daemon(
     hub = Hub(config=cfg, socket_path=bound.path, env=env)
     if bound.identity is None:  # inherited: a service manager restarts us, not deskhandctl
         hub.managed_by = "launchd" if sys.platform == "darwin" else "systemd"
-    server = RpcServer(
-        hub, {**HANDLERS, **diagnostics.HANDLERS, **native_ops.HANDLERS, **jev_ops.HANDLERS}
-    )
+    server = RpcServer(hub, handler_table())
     secret_names = cfg.secrets.redact_env  # names: childenv drops them, their values, and more
 
     def launch() -> LaunchSpec:
