@@ -11,7 +11,7 @@ from deskhand_d.backends.atspi.catalog import Catalog, RunningApp, app_line, ent
 from deskhand_d.backends.atspi.engine import check_arguments
 from deskhand_d.backends.atspi.model import ACTION, EDITABLE_TEXT, TEXT, VALUE, Node
 from deskhand_d.backends.atspi.roles import Role, State, bits
-from deskhand_d.backends.sim import texts
+from deskhand_d.backends.skyserver import texts
 
 SHOWN = (State.VISIBLE, State.SENSITIVE)
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from mcpclient import Server
 
-from deskhand_d.backends.sim import texts
+from deskhand_d.backends.skyserver import texts
 
 pytestmark = pytest.mark.slow
 

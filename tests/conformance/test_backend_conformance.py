@@ -28,7 +28,7 @@ from dhtest.mcpstdio import McpChild, ToolResult
 
 from deskhand_d.backends import doctor, surface
 from deskhand_d.backends.atspi import roles as atspi_roles
-from deskhand_d.backends.sim import texts
+from deskhand_d.backends.skyserver import texts
 from deskhand_d.jev import ax as ax
 from deskhand_d.jev.types import Element
 

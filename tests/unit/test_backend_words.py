@@ -12,7 +12,7 @@ import pytest
 from deskhand_d import errors as E
 from deskhand_d.backends.atspi.png import encode_rgb
 from deskhand_d.backends.sim import jpeg
-from deskhand_d.backends.sim import texts as sky
+from deskhand_d.backends.skyserver import texts as sky
 from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.states import StateBook, StateRecord, Use
 from deskhand_d.native.toolerrors import explain

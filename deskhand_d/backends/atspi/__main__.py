@@ -1,10 +1,11 @@
 """``python -m deskhand_d.backends.atspi [mcp] [--max-nodes N]``: the Linux desktop over MCP.
 
-What this owns: the command line. ``mcp`` (the default, as Sky is started with ``mcp``) serves
-MCP on stdin/stdout; ``turn-ended`` is accepted and does nothing, like the simulator. The node
-cap comes from ``--max-nodes`` or ``DESKHAND_ATSPI_MAX_NODES`` (default 5000). Nothing is
-written to stderr in normal operation; a missing desktop is reported through tool results,
-never by exiting.
+What this owns: the command line, and composing the program: the server core
+(:mod:`deskhand_d.backends.skyserver`) with this backend's tools (:mod:`.server`). ``mcp``
+(the default, as Sky is started with ``mcp``) serves MCP on stdin/stdout; ``turn-ended`` is
+accepted and does nothing, like the simulator. The node cap comes from ``--max-nodes`` or
+``DESKHAND_ATSPI_MAX_NODES`` (default 5000). Nothing is written to stderr in normal operation;
+a missing desktop is reported through tool results, never by exiting.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import sys
 
 import trio
 
+from ..skyserver.server import StdioServer
 from .engine import Backend
 from .render import DEFAULT_MAX_NODES
-from .server import AtspiServer
+from .server import AtspiTools
 
 ENV_MAX_NODES = "DESKHAND_ATSPI_MAX_NODES"
 
@@ -57,9 +59,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             print(f"deskhand atspi: {ENV_MAX_NODES} must be a positive integer", file=sys.stderr)
             return 2
-    server = AtspiServer(Backend(max_nodes=max_nodes))
     try:
-        trio.run(server.serve)
+        trio.run(StdioServer().serve, AtspiTools(Backend(max_nodes=max_nodes)))
     except KeyboardInterrupt:
         return 130
     return 0

@@ -18,7 +18,7 @@ from typing import Final
 
 import trio
 
-from ..sim import texts
+from ..skyserver import texts
 from . import roles
 from .apps import WINDOW_COORDS, extents
 from .bus import Bus, BusError, BusTimeout, CallFailed, Gone

@@ -5,8 +5,8 @@ per app holding its last rendering), argument checks with Sky's error texts, res
 ``get_app_state`` (launching the app when needed, walking every window, dialog and popup it
 shows as one rendering, the screenshot of the rectangle around them), dispatching the action
 tools to :mod:`.actions` and answering each with a fresh rendering, and the per-call timeout.
-Results are the simulator's :class:`Outcome` values, so the simulator's JSON-RPC server serves
-this backend unchanged.
+Results are the server core's :class:`~deskhand_d.backends.skyserver.tools.Outcome` values
+(:mod:`.server` plugs this backend into it).
 
 Theory of operation: calls are handled one at a time (a lock), because an action's result is
 the tree *after* it and the next action's indices refer to that tree. Element indices always
@@ -30,8 +30,8 @@ from typing import Any, Final
 import trio
 
 from .. import surface
-from ..sim import texts
-from ..sim.engine import Outcome
+from ..skyserver import texts
+from ..skyserver.tools import Outcome
 from . import actions, apps, gmenu, render
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error

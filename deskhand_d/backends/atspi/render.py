@@ -5,9 +5,9 @@ element line per node in Sky's grammar (role words, the parenthesised flags, lab
 ``Description``, ``Value``, ``ID`` and ``Secondary Actions``), the node cap with the truncation
 stated in the text, the focus footer, and the two layouts: ``get_app_state`` (banner,
 ``<app_state>``, the path-form identity line) and action results (short identity line, no
-banner). The line format itself is the simulator's :func:`~deskhand_d.backends.sim.ax.
+banner). The line format itself is the shared :func:`~deskhand_d.backends.skyserver.axline.
 element_line`, so both backends print the same grammar byte for byte; Sky's fixed strings come
-from :mod:`deskhand_d.backends.sim.texts`.
+from :mod:`deskhand_d.backends.skyserver.texts`.
 
 Mapping an element (see :mod:`.roles` for the role words and GTK quirks):
 
@@ -37,8 +37,8 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 
-from ..sim import texts
-from ..sim.ax import Element, element_line
+from ..skyserver import texts
+from ..skyserver.axline import AxElement, element_line
 from . import roles
 from .model import Node, Ref
 from .roles import MENU_PARENTS, Role, State
@@ -101,8 +101,8 @@ def _menu_open(node: Node, parent: Node | None) -> bool:
     )
 
 
-def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> Element:
-    """The simulator's element record for ``node`` (only what the line shows).
+def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> AxElement:
+    """The element line's fields for ``node``.
 
     ``checked``: whether the item is ticked, when known from elsewhere than its states."""
     child_names = [c.name for c in node.children]
@@ -147,8 +147,7 @@ def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> 
         value = "1" if checked else "0"
 
     description = node.description.strip()
-    return Element(
-        key="",
+    return AxElement(
         role=roles.role_words(node.role, node.states, parent_role=parent.role if parent else -1),
         label=label,
         flags=tuple(flags),
@@ -189,7 +188,7 @@ def render(
             if focus is None and node.has(State.FOCUSED):
                 focus = index
             element = element_of(node, parent, ticks.get(node.ref))
-            lines.append("\t" * depth + element_line(index, element, "en"))
+            lines.append("\t" * depth + element_line(index, element))
             refs.append(node.ref)
             nodes.append(node)
     first = surfaces[0]

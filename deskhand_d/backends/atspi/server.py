@@ -1,11 +1,14 @@
-"""MCP over stdio for the AT-SPI backend: the simulator's server with a real desktop behind it.
+"""The AT-SPI backend's part of the stdio server: the real desktop's tools.
 
-What this owns: :class:`AtspiServer`, which reuses everything transport-level from
-:class:`deskhand_d.backends.sim.server.Server` (newline-delimited JSON-RPC on stdin/stdout,
-Swift-SDK-shaped lifecycle and errors, one task per request, cancellation) and replaces only
-what differs: ``tools/call`` goes to :class:`~.engine.Backend`, and ``tools/list`` carries
-descriptions written for a Linux desktop. Sky's approval prompt is not sent: on Linux the
-daemon's own consent gate is the one that asks.
+What this owns: :class:`AtspiTools`, what this backend plugs into the server core
+(:mod:`deskhand_d.backends.skyserver.server`, which owns the wire: framing, lifecycle, one task
+per request, cancellation): ``tools/list`` with descriptions written for a Linux desktop,
+``tools/call`` handed to :class:`~.engine.Backend`, and the backend's long-lived tasks (the bus
+connection's receiver, in a nursery of its own) with their cleanup. Sky's approval prompt is
+not sent: on Linux the daemon's own consent gate is the one that asks, so the client is never
+asked anything. Results carry Sky's telemetry span like Sky's, and the ``deskhand/delivery``
+note where an action did not do all it was asked (:data:`~deskhand_d.backends.surface.
+DELIVERY_META`, set by the engine).
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ from typing import Any, Final
 import trio
 
 from .. import surface
-from ..sim.jsonrpc import JsonObj
-from ..sim.record import Recorder
-from ..sim.scenario import Scenario
-from ..sim.server import Server, _Call
+from ..skyserver import texts
+from ..skyserver.jsonrpc import JsonObj
+from ..skyserver.tools import Outcome, ToolCall
 from .engine import Backend
+
+_CLOSE_WITHIN: Final = 2.0  # seconds the backend gets to close its connections at the end
 
 DESCRIPTIONS: Final = {
     "list_apps": (
@@ -58,31 +62,30 @@ def tool_list() -> list[dict[str, Any]]:
     return surface.tool_objects(DESCRIPTIONS)
 
 
-class AtspiServer(Server):
-    """The simulator's MCP server, answering tool calls from the real desktop."""
+class AtspiTools:
+    """The Linux desktop's tools, for the server core's ``StdioServer``."""
 
-    def __init__(self, backend: Backend, *, stdin: int = 0, stdout: int = 1) -> None:
-        super().__init__(Scenario(), Recorder(None), stdin=stdin, stdout=stdout)
+    server_version: Final = texts.DEFAULT_SERVER_VERSION
+    telemetry: Final = True
+
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
 
-    async def serve(self) -> None:
+    def tool_list(self) -> list[JsonObj]:
+        return tool_list()
+
+    def response(self, message: JsonObj) -> None:
+        pass  # this server sends the client no requests, so an answer answers nothing
+
+    async def call(self, call: ToolCall) -> Outcome:
+        return await self.backend.call(call.name, call.arguments)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.backend.attach(nursery)
+            task_status.started()
             try:
-                await super().serve()
+                await trio.sleep_forever()
             finally:
-                with trio.CancelScope(shield=True), trio.move_on_after(2):
+                with trio.CancelScope(shield=True), trio.move_on_after(_CLOSE_WITHIN):
                     await self.backend.aclose()
-                nursery.cancel_scope.cancel()
-
-    def _lifecycle(self, rid: object, method: str, params: JsonObj) -> JsonObj:
-        if method == "tools/list":
-            return self._result(rid, {"tools": tool_list()})
-        return super()._lifecycle(rid, method, params)
-
-    async def _tools_call(self, call: _Call) -> tuple[JsonObj, tuple[bytes, ...]]:
-        try:
-            outcome = await self.backend.call(call.name, call.arguments)
-        finally:
-            self._in_flight -= 1
-        return self._result(call.rid, self._call_result(outcome)), ()

@@ -1,10 +1,12 @@
 """``python -m deskhand_d.backends.sim [mcp | turn-ended [payload]] [--scenario PATH]``.
 
-What this owns: the command line. ``mcp`` (the default, as Sky is started with ``mcp``) serves
-MCP on stdin/stdout; ``turn-ended`` accepts Sky's hook invocation and exits 0 (a running
-simulator ends its turn on SIGUSR1 instead). The scenario comes from ``--scenario`` or the
-``DESKHAND_SIM_SCENARIO`` environment variable; a bad one is reported on stderr with exit
-status 2, before anything is written to stdout.
+What this owns: the command line, and composing the program: the server core
+(:mod:`deskhand_d.backends.skyserver`) with the simulator's tools (:mod:`.server`). ``mcp``
+(the default, as Sky is started with ``mcp``) serves MCP on stdin/stdout; ``turn-ended``
+accepts Sky's hook invocation and exits 0 (a running simulator ends its turn on SIGUSR1
+instead). The scenario comes from ``--scenario`` or the ``DESKHAND_SIM_SCENARIO`` environment
+variable; a bad one is reported on stderr with exit status 2, before anything is written to
+stdout.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import sys
 
 import trio
 
+from ..skyserver.server import StdioServer
 from .record import Recorder
 from .scenario import ENV_RECORD, ScenarioError, load
-from .server import Server
+from .server import SimTools
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,11 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"deskhand sim: cannot open the record file: {exc.strerror}", file=sys.stderr)
         return 2
-    server = Server(scenario, recorder)
+    server = StdioServer(record=recorder)
     try:
-        trio.run(server.serve)
+        trio.run(server.serve, SimTools(scenario, recorder, server))
     except KeyboardInterrupt:
         return 130
+    finally:
+        recorder.close()
     return 0
 
 

@@ -3,9 +3,10 @@
 What this owns: :class:`Element` (one AX node: role, flags, label, attributes, secondary actions,
 children, plus a screen rectangle and paint hints for the screenshot), role-description
 localisation, and the renderer that turns a window into Sky's exact text grammar with fresh
-depth-first numbering. Apps rebuild their element tree on every render, so indices are a pure
-function of the current state: when an element appears or disappears, everything after it
-shifts, exactly the hazard real clients face.
+depth-first numbering (one element line's grammar is shared with the AT-SPI backend:
+:mod:`deskhand_d.backends.skyserver.axline`). Apps rebuild their element tree on every render,
+so indices are a pure function of the current state: when an element appears or disappears,
+everything after it shifts, exactly the hazard real clients face.
 
 Theory of operation: an element's ``key`` is its stable identity inside one app ("the Seven
 button"); the index is its position in one rendering. The engine keeps the last
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from . import texts
+from ..skyserver import axline, texts
 
 Rect = tuple[int, int, int, int]  # x, y, width, height in screenshot pixels
 
@@ -96,34 +97,9 @@ def localize_role(role: str, locale: str) -> str:
 
 
 def element_line(index: int, node: Element, locale: str) -> str:
-    """One element line without its indentation: ``index role (flags) label, Key: value…``."""
-    head = [str(index)]
-    role = localize_role(node.role, locale)
-    if role:
-        head.append(role)
-    if node.flags:
-        head.append(f"({', '.join(node.flags)})")
-    if node.label:
-        head.append(node.label)
-    attrs: list[str] = []
-    for key, val in (
-        ("Description", node.description),
-        ("Value", node.value),
-        ("Details", node.details),
-        ("Help", node.help),
-        ("ID", node.ident),
-        ("URL", node.url),
-        ("Placeholder", node.placeholder),
-    ):
-        if val is not None:
-            attrs.append(f"{key}: {val}")
-    if node.actions:
-        attrs.append(f"Secondary Actions: {', '.join(node.actions)}")
-    line = " ".join(head)
-    if not attrs:
-        return line
-    sep = ", " if node.label else " "
-    return line + sep + ", ".join(attrs)
+    """One element line without its indentation, its role localised (the grammar is
+    :func:`~deskhand_d.backends.skyserver.axline.element_line`)."""
+    return axline.element_line(index, node, role=localize_role(node.role, locale))
 
 
 @dataclass(frozen=True, slots=True)

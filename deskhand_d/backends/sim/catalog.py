@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from . import texts
+from ..skyserver import texts
 
 
 @dataclass(slots=True)

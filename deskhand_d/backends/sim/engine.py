@@ -3,7 +3,8 @@
 What this owns: per-process Sky state (approved apps, app sessions of the current turn, the
 stop latch, the turn-ended state, the last rendering of every app) and the semantics of the ten
 tools. It does no I/O of its own: the approval prompt is an awaitable handed in by the server,
-and results come back as :class:`Outcome` values for the server to encode.
+and results come back as :class:`~deskhand_d.backends.skyserver.tools.Outcome` values for the
+server core to encode.
 
 Order of checks for every call, mirroring what a client can observe of Sky: unknown tool ->
 turn bookkeeping (``x-codex-turn-metadata.turn_id``) -> unauthenticated -> stop latch ->
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from typing import Any
 
 from .. import surface
-from . import ax, keys, texts
+from ..skyserver import texts
+from ..skyserver.tools import Outcome
+from . import ax, keys
 from .apps.base import ActionError, SimApp
 from .apps.calculator import Calculator
 from .apps.calendar import Calendar, Event
@@ -32,14 +34,6 @@ from .scenario import Scenario
 Approve = Callable[[AppEntry], Awaitable[str]]
 INJECT_META_KEY = "deskhand-sim/inject"
 _DIRECTIONS = ("up", "down", "left", "right")
-
-
-@dataclass(slots=True)
-class Outcome:
-    content: list[dict[str, Any]] = field(default_factory=list)
-    is_error: bool = False
-    user_flow: bool = False
-    meta: dict[str, Any] = field(default_factory=dict)  # extra ``_meta`` keys (Deskhand's own)
 
 
 class _Fail(Exception):

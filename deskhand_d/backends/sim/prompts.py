@@ -6,21 +6,21 @@ response by that id, and turning it into ``accept``, ``decline``, ``cancel`` or 
 
 Theory of operation: each prompt runs in a task of its own, so a tool call waiting for it can be
 cancelled without losing the answer, and further calls for the same app share the prompt that
-is already open. ``waiting`` counts calls parked on a prompt that has gone out; the server uses
-it to tell "still working" from "stuck until the client answers" when input ends.
+is already open. A call parked on a prompt that has gone out tells the server core it awaits
+the client's answer, so that the end of input does not wait for it (nobody can answer then).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
-from . import texts
+from ..skyserver import texts
+from ..skyserver.jsonrpc import JsonObj, random_id
+from ..skyserver.tools import Client
 from .catalog import AppEntry
-from .jsonrpc import JsonObj, random_id
 from .record import Recorder
 from .scenario import Scenario
 
@@ -39,18 +39,13 @@ class Prompts:
         self,
         scenario: Scenario,
         record: Recorder,
-        send: Callable[..., Awaitable[None]],
-        spawn: Callable[..., None],
-        changed: Callable[[], None],
+        client: Client,
     ) -> None:
         self.scenario = scenario
         self.record = record
-        self._send = send
-        self._spawn = spawn
-        self._changed = changed
+        self._client = client
         self._by_id: dict[str, _Prompt] = {}
         self._pending_apps: dict[str, _Prompt] = {}
-        self.waiting = 0
 
     def response(self, msg: JsonObj) -> None:
         """A client response; answers the prompt with that id (other ids are ignored)."""
@@ -69,14 +64,10 @@ class Prompts:
         if prompt is None:
             prompt = _Prompt()
             self._pending_apps[entry.bundle_id] = prompt
-            self._spawn(self._elicit, entry, prompt)
+            self._client.start_soon(self._elicit, entry, prompt)
         await prompt.sent.wait()
-        self.waiting += 1
-        self._changed()
-        try:
+        with self._client.awaiting_answer():
             await prompt.done.wait()
-        finally:
-            self.waiting -= 1
         return prompt.answer
 
     async def _elicit(self, entry: AppEntry, shared: _Prompt) -> None:
@@ -112,7 +103,7 @@ class Prompts:
             prompt = _Prompt()
             self._by_id[eid] = prompt
             self.record.write("elicitation", id=eid, app=entry.bundle_id)
-            await self._send(
+            await self._client.send(
                 {"id": eid, "jsonrpc": "2.0", "method": "elicitation/create", "params": params}
             )
             shared.sent.set()

@@ -2,10 +2,12 @@
 
 What this owns: appending to the file named by ``DESKHAND_SIM_RECORD`` (nothing happens when it
 is unset). Each line is compact, key-sorted JSON with ``event`` (``message``, ``call_start``,
-``call_end``, ``elicitation``, ``elicitation_answer``, ``crash``), ``t`` (``time.monotonic()``
-seconds, comparable with the test process's own monotonic clock on the same machine), ``pid``,
-and ``in_flight`` (tool calls being handled at that moment, the one starting included). Lines
-are written and flushed one at a time so a crash loses nothing already recorded.
+``call_end``, ``elicitation``, ``elicitation_answer``, ``crash``, ``signal``), ``t``
+(``time.monotonic()`` seconds, comparable with the test process's own monotonic clock on the
+same machine), ``pid``, and, on the first three, ``in_flight`` (tool calls being handled at that
+moment, the one starting included). The server core writes those three (this is its
+``Record``); the simulator's own parts write the rest. Lines are written and flushed one at a
+time so a crash loses nothing already recorded.
 """
 
 from __future__ import annotations

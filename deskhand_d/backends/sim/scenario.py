@@ -14,7 +14,7 @@ from typing import Literal
 
 import msgspec
 
-from . import texts
+from ..skyserver import texts
 
 ENV_SCENARIO = "DESKHAND_SIM_SCENARIO"
 ENV_RECORD = "DESKHAND_SIM_RECORD"

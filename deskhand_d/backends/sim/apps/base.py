@@ -11,7 +11,7 @@ from __future__ import annotations
 import abc
 from typing import ClassVar
 
-from .. import texts
+from ...skyserver import texts
 from ..ax import Element, Paint, Window
 from ..keys import Chord
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-from .. import texts
+from ...skyserver import texts
 from ..ax import Element, Paint, Rect, Window
 from ..keys import Chord
 from .base import ActionError, SimApp, traffic_lights

@@ -1,9 +1,10 @@
 """The strings Sky itself emits, gathered in one place so every one can be checked against the spec.
 
-What this owns: every byte sequence the simulator sends that a real Sky would send verbatim
+What this owns: every byte sequence a backend program sends that a real Sky would send verbatim
 (error sentences, the stop notice, the approval prompt, the state banner, JSON-RPC error
-messages, AX grammar fragments). Nothing here is ours to reword; text that is ours (tool
-descriptions, simulator-only messages) lives elsewhere.
+messages, AX grammar fragments), for the server core, the simulator and the AT-SPI server alike.
+Nothing here is ours to reword; text that is ours (tool descriptions, simulator-only messages)
+lives with each backend.
 """
 
 from __future__ import annotations

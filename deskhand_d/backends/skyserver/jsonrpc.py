@@ -1,8 +1,9 @@
-"""JSON-RPC 2.0 envelopes as the simulator reads and writes them (pure helpers).
+"""JSON-RPC 2.0 over newline-delimited stdio as Sky's Swift SDK speaks it. Pure.
 
-What this owns: the output encoding (compact, key-sorted, raw UTF-8, one line), Swift-SDK-shaped
-error objects (``<kind>: <detail>`` plus ``data.detail``), classifying an incoming object, id
-validity and hashing, and fresh upper-case UUID ids.
+What this owns: the framing both ways (input split on LF only, so U+2028 and U+2029 inside a
+string are harmless; output compact, key-sorted, raw UTF-8, one line), Swift-SDK-shaped error
+objects (``<kind>: <detail>`` plus ``data.detail``) and results, classifying an incoming object,
+id validity and hashing, and fresh upper-case UUID ids.
 """
 
 from __future__ import annotations
@@ -12,6 +13,29 @@ import uuid
 from typing import Any
 
 JsonObj = dict[str, Any]
+
+
+class LineSplitter:
+    """Bytes in, complete lines out (without their LF); what follows the last LF waits."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._scanned = 0  # bytes of the buffer already known to hold no LF
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        lines: list[bytes] = []
+        while (end := buf.find(b"\n", self._scanned)) >= 0:
+            lines.append(bytes(buf[:end]))
+            del buf[: end + 1]
+            self._scanned = 0
+        self._scanned = len(buf)
+        return lines
+
+    def rest(self) -> bytes | None:
+        """At end of input: an unterminated last line, unless it is only whitespace."""
+        return bytes(self._buf) if self._buf.strip() else None
 
 
 def encode(message: object) -> bytes:
@@ -48,6 +72,11 @@ def error(rid: object, spec: tuple[int, str, str], **fmt: str) -> JsonObj:
         "id": rid,
         "jsonrpc": "2.0",
     }
+
+
+def result(rid: object, value: JsonObj) -> JsonObj:
+    """A success response."""
+    return {"id": rid, "jsonrpc": "2.0", "result": value}
 
 
 def classify(msg: JsonObj) -> str:

@@ -1,0 +1,89 @@
+"""One element line of Sky's accessibility text, for every backend that prints it. Pure.
+
+What this owns: the line grammar (``index role (flags) label, Key: value…`` with the
+attributes in Sky's order and the ``Secondary Actions`` list last) and :class:`AxFields`, what a
+line is made from. The simulator's elements provide those fields themselves; the AT-SPI server
+fills an :class:`AxElement` for each node, so both print the same grammar byte for byte.
+Numbering, indentation and the text around the tree belong to each backend's renderer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class AxFields(Protocol):
+    """What one element line shows (read only)."""
+
+    @property
+    def role(self) -> str: ...
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def details(self) -> str | None: ...
+    @property
+    def help(self) -> str | None: ...
+    @property
+    def ident(self) -> str | None: ...
+    @property
+    def url(self) -> str | None: ...
+    @property
+    def placeholder(self) -> str | None: ...
+    @property
+    def actions(self) -> tuple[str, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AxElement:
+    """The fields of one line, for a backend whose elements are not shaped like them."""
+
+    role: str = ""
+    label: str = ""
+    flags: tuple[str, ...] = ()
+    description: str | None = None
+    value: str | None = None
+    details: str | None = None
+    help: str | None = None
+    ident: str | None = None
+    url: str | None = None
+    placeholder: str | None = None
+    actions: tuple[str, ...] = ()
+
+
+def element_line(index: int, node: AxFields, *, role: str | None = None) -> str:
+    """One element line without its indentation. ``role``: the role words to print instead of
+    ``node.role`` (a localised role description)."""
+    head = [str(index)]
+    role = node.role if role is None else role
+    if role:
+        head.append(role)
+    if node.flags:
+        head.append(f"({', '.join(node.flags)})")
+    if node.label:
+        head.append(node.label)
+    attrs: list[str] = []
+    for key, val in (
+        ("Description", node.description),
+        ("Value", node.value),
+        ("Details", node.details),
+        ("Help", node.help),
+        ("ID", node.ident),
+        ("URL", node.url),
+        ("Placeholder", node.placeholder),
+    ):
+        if val is not None:
+            attrs.append(f"{key}: {val}")
+    if node.actions:
+        attrs.append(f"Secondary Actions: {', '.join(node.actions)}")
+    line = " ".join(head)
+    if not attrs:
+        return line
+    sep = ", " if node.label else " "
+    return line + sep + ", ".join(attrs)
