@@ -1,11 +1,12 @@
 """Identities from a catalogue instead of the file system: the simulated desktop's apps.
 
 The simulator's apps have no executables on this machine, so their identities come from a
-catalogue: by default one built from the simulator's own app list (system apps signed by
-Apple, iTerm2 by its team), or a JSON file named by ``DESKHAND_IDENTITY_CATALOG`` or
-``consent.catalog``, which tests use to stage signed apps, impostors, copies and unsigned
-builds. The file is re-read whenever it changes, so a test can re-sign an app under a running
-daemon. Format::
+catalogue: by default one built from the app list the simulator ships as data
+(``deskhand_d/backends/sim/catalog.json``, read as a file: the daemon imports no simulator
+code), system apps signed by Apple and iTerm2 by its team; or a JSON file named by
+``DESKHAND_IDENTITY_CATALOG`` or ``consent.catalog``, which tests use to stage signed apps,
+impostors, copies and unsigned builds. The file is re-read whenever it changes, so a test can
+re-sign an app under a running daemon. Format::
 
     {"version": 1, "apps": [
       {"names": ["Calculator", "com.apple.calculator"],
@@ -22,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Hashable
+from importlib import resources
 from pathlib import Path
 
 import msgspec
@@ -45,12 +47,28 @@ class Catalog(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     apps: list[Entry]
 
 
-def sim_catalog() -> Catalog:
-    """The simulator's apps as signed apps (lazy import: the sim is not needed otherwise)."""
-    from deskhand_d.backends.sim.catalog import default_entries
+# The simulator's app catalogue, shipped as data beside it (format in its catalog.py).
+SIM_APPS = resources.files("deskhand_d.backends") / "sim" / "catalog.json"
 
+
+class _SimApp(msgspec.Struct, frozen=True):
+    """What identities need of a simulated app (the simulator's other fields are its own)."""
+
+    name: str
+    zh_name: str
+    bundle_id: str
+    path: str
+
+
+class _SimApps(msgspec.Struct, frozen=True):
+    version: int
+    apps: list[_SimApp]
+
+
+def sim_catalog() -> Catalog:
+    """The simulator's apps as signed apps."""
     apps = []
-    for e in default_entries():
+    for e in msgspec.json.decode(SIM_APPS.read_bytes(), type=_SimApps).apps:
         exe = f"{e.path.rstrip('/')}/Contents/MacOS/{e.name}"
         if e.bundle_id.startswith("com.apple."):
             req, signer = f'identifier "{e.bundle_id}" and anchor apple', "Apple"

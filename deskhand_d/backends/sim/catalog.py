@@ -1,22 +1,33 @@
 """The apps "installed" on the simulated Mac: ``list_apps`` lines and ``app`` resolution.
 
-What this owns: the catalogue (the three simulated apps, Finder running with no window, and
-iTerm2 as the forbidden app), which of them are running and frontmost, usage data for the
-``list_apps`` flags, and resolving an ``app`` argument by display name, bundle id or path
-(case-insensitive, trailing ``/`` optional). Display-name lookup skips forbidden apps, so
-``iTerm2`` is ``appNotFound`` while ``com.googlecode.iterm2`` is the safety denial.
+What this owns: the catalogue, shipped as data in ``catalog.json`` beside this module (the three
+simulated apps, Finder running with no window, and iTerm2 as the forbidden app), which of them
+are running and frontmost, usage data for the ``list_apps`` flags, and resolving an ``app``
+argument by display name, bundle id or path (case-insensitive, trailing ``/`` optional).
+Display-name lookup skips forbidden apps, so ``iTerm2`` is ``appNotFound`` while
+``com.googlecode.iterm2`` is the safety denial.
+
+The file is data, not code, because the daemon reads it too: its consent layer gives these apps
+identities (``deskhand_d/consent/catalog.py``) without importing the simulator. Format:
+``{"version": 1, "apps": [...]}``, each app ``name``, ``zh_name``, ``bundle_id``, ``path``
+(without the trailing ``/``) and ``pid``, optionally ``running``, ``frontmost``,
+``last_used_days_ago``, ``uses``, ``forbidden`` and ``simulated`` (false for an app without a
+working model). Readers other than the simulator use the first four and ignore the rest.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
+
+import msgspec
 
 from ..skyserver import texts
 
+CATALOG_FILE = Path(__file__).with_name("catalog.json")
 
-@dataclass(slots=True)
-class AppEntry:
+
+class AppEntry(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: str
     zh_name: str
     bundle_id: str
@@ -33,60 +44,14 @@ class AppEntry:
         return self.zh_name if locale == "zh-Hans" else self.name
 
 
+class _Shipped(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    version: int
+    apps: list[AppEntry]
+
+
 def default_entries() -> list[AppEntry]:
-    return [
-        AppEntry(
-            "Finder",
-            "访达",
-            "com.apple.finder",
-            "/System/Library/CoreServices/Finder.app",
-            pid=501,
-            running=True,
-            frontmost=True,
-            last_used_days_ago=0,
-            uses=412,
-            simulated=False,
-        ),
-        AppEntry(
-            "TextEdit",
-            "文本编辑",
-            "com.apple.TextEdit",
-            "/System/Applications/TextEdit.app",
-            pid=2211,
-            running=True,
-            last_used_days_ago=2,
-            uses=37,
-        ),
-        AppEntry(
-            "Calendar",
-            "日历",
-            "com.apple.iCal",
-            "/System/Applications/Calendar.app",
-            pid=3327,
-            last_used_days_ago=1,
-            uses=58,
-        ),
-        AppEntry(
-            "Calculator",
-            "计算器",
-            "com.apple.calculator",
-            "/System/Applications/Calculator.app",
-            pid=4410,
-            last_used_days_ago=5,
-            uses=12,
-        ),
-        AppEntry(
-            "iTerm2",
-            "iTerm2",
-            "com.googlecode.iterm2",
-            "/Applications/iTerm.app",
-            pid=5120,
-            last_used_days_ago=3,
-            uses=140,
-            forbidden=True,
-            simulated=False,
-        ),
-    ]
+    """A fresh copy of the shipped catalogue (entries change as apps start and come forward)."""
+    return msgspec.json.decode(CATALOG_FILE.read_bytes(), type=_Shipped).apps
 
 
 class Resolution(Exception):
