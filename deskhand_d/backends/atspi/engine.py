@@ -38,15 +38,16 @@ from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
 from .model import APPLICATION, Node, Ref
 from .screen import Screen
+from .settle import LIMITS, Settler, lags
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
 from .x11guard import Guard, InputStopped
 
 TOOL_TIMEOUT: Final = 30.0
-SETTLE: Final = 0.1  # seconds an app gets to update its tree after an action
+# Seconds an app gets to update its tree after an action, only where its events cannot be
+# received (otherwise the settling follows them: see .settle).
+SETTLE: Final = LIMITS.fallback_settle
 _SCREENSHOT_ACTIONS: Final = frozenset({"click", "scroll", "drag"})
 _MAX_FACTS: Final = 100_000
-# A screenshot this soon after input waits for the pixels to settle (see screen.SETTLE_STEP).
-_RECENT_INPUT_S: Final = 2.0
 
 
 def bus_unavailable(why: str) -> str:
@@ -197,12 +198,20 @@ class Backend:
         self._toolkits: dict[str, int | None] = {}  # per app: its toolkit's major version
         self._entries = apps.Entries(self.env)
         self.launched: list[trio.Process] = []
-        self._acted_at = float("-inf")  # when input was last sent (screenshots settle after it)
+        self._settler: Settler | None = None
         self._input_sent = False  # whether the current call may have reached the app
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Give the bus connection a nursery for its receiver task (the server's)."""
         self._bus = Bus(nursery, self.env)
+        limits = dataclasses.replace(LIMITS, fallback_settle=self.settle)
+        self._settler = Settler(self.env, self._bus, self.screen, nursery, limits)
+
+    @property
+    def settler(self) -> Settler:
+        if self._settler is None:
+            raise RuntimeError("Backend.attach() was not called")
+        return self._settler
 
     @property
     def bus(self) -> Bus:
@@ -213,6 +222,8 @@ class Backend:
     async def aclose(self) -> None:
         if self._bus is not None:
             await self._bus.aclose()
+        if self._settler is not None:
+            self._settler.close()
         self.screen.close()
 
     # --- the call -----------------------------------------------------------------------------
@@ -261,6 +272,8 @@ class Backend:
             return await self._get_app_state(target)
         if session is None:
             raise ToolError(texts.not_active(args["app"]))
+        lagging = lags(name, args, session.rendering.nodes)
+        await self.settler.before_input(session.bus_name, lagging=lagging)
         selected = await self._act(name, session, args)
         return await self._after_action(name, session, selected)
 
@@ -393,13 +406,14 @@ class Backend:
         (or the window manager) to put it on the app's window first."""
         await actions.focus_window(self.bus, session.window)
         await self.screen.activate(session.pid, focus=True)
+        self.settler.rebase()  # focus events are not the keys' effect
 
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
         # Without a window manager, another app's window may lie over this one: raise it.
         await self.screen.activate(session.pid, focus=False)
-        age = trio.current_time() - self._acted_at
-        recent = age if age < _RECENT_INPUT_S else None
-        shot = await self.screen.screenshot(session.extents, input_age=recent)
+        await self.settler.prepare()  # events flow from here on, before the first action
+        # After input: a picture drawn after the app's answer to it (see .settle).
+        shot = await self.settler.screenshot(session.extents, session.bus_name)
         if shot is not None:
             outcome.content.append(
                 {
@@ -411,9 +425,8 @@ class Backend:
         return outcome
 
     async def _after_action(self, name: str, session: Session, selected: str | None) -> Outcome:
-        self._acted_at = trio.current_time()
-        if self.settle:
-            await trio.sleep(self.settle)
+        self.settler.input_ended()
+        await self.settler.tree(session.bus_name)  # the app's signals, not a fixed sleep
         window = session.window
         try:
             fresh = await self._observe(session.target, session.app, window)

@@ -316,7 +316,8 @@ class X11:
                         with self._batch(guard, progress, None, "the typed text"):
                             self._tap(chunk_keymap.codes_for(keysym), [])
                         self._conn.sync()  # delivered now, then the app gets its moment
-                        time.sleep(pace)
+                        if progress.done < progress.total:  # after the last, settling waits
+                            time.sleep(pace)
 
     @contextmanager
     def _batch(
