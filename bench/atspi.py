@@ -48,8 +48,8 @@ for extra in (ROOT, ROOT / "tests"):
 
 from dhtest.mcpstdio import McpChild  # noqa: E402
 
+from deskhand_d import ax  # noqa: E402
 from deskhand_d.backends import xsession  # noqa: E402
-from deskhand_d.jev import ax  # noqa: E402
 
 RUNS = 30
 CLICKS = 40

@@ -7,8 +7,8 @@ multi-line values kept as they are. Copies would repeat every line many times ov
 real window does, so each labelled element of a copy gets a copy marker at the end of its first
 line; bare lines (``container``, ``image``) repeat as they do in real trees.
 
-Timed: :func:`deskhand_d.jev.ax.parse` followed by
-:func:`~deskhand_d.jev.ax.select_candidates` (goal "Switch to the previous month"), against
+Timed: :func:`deskhand_d.ax.parse` followed by
+:func:`~deskhand_d.ax.select_candidates` (goal "Switch to the previous month"), against
 ``text.splitlines()`` on the same text as the floor. The two are timed in alternating blocks of
 ``BLOCK`` runs (so drift hits both, while each runs warm, as it would back to back), with the
 garbage collector off; the numbers are medians over all timed runs, after a warm-up block of
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from deskhand_d.jev import ax  # noqa: E402
+from deskhand_d import ax  # noqa: E402
 
 CAPTURES = (
     "calendar-wangdada-1.txt",
@@ -60,9 +60,19 @@ def _shapes() -> list[tuple[int, str, list[str], bool]]:
     return shapes
 
 
-def build_tree(elements: int = ELEMENTS) -> str:
-    """A full tree in Sky's current layout with exactly ``elements`` elements."""
+def _element_shaped(line: str) -> bool:
+    return line.lstrip(" \t").partition(" ")[0].isdigit()
+
+
+def build_tree(elements: int = ELEMENTS, *, predecessor_safe: bool = False) -> str:
+    """A full tree in Sky's current layout with exactly ``elements`` elements.
+
+    ``predecessor_safe``: without the elements whose value lines look like element lines (the
+    TypeScript predecessor reads them as elements and refuses the tree for duplicate indices).
+    """
     shapes = _shapes()
+    if predecessor_safe:
+        shapes = [s for s in shapes if not any(map(_element_shaped, s[2]))]
     out = [
         "Computer Use state (CUA App Version: 1001103)",
         "<app_state>",

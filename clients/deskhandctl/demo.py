@@ -183,7 +183,7 @@ def _observe(session: Session) -> dict[str, Any]:
 def _button(text: str, key: str) -> int:
     """The index of the button for ``key``: labelled with the symbol (gnome-calculator), or
     named as on macOS's Calculator (the simulator: ``Description: 6``, ``Add``, ``Equals``)."""
-    from deskhand_d.jev import ax
+    from deskhand_d import ax
 
     names = {key, _MAC_NAMES.get(key, key)}
     for element in ax.parse(text).elements:
@@ -198,7 +198,7 @@ def _button(text: str, key: str) -> int:
 
 def _display(text: str) -> str:
     """``EXPECTED`` when a text element of the window shows it, else the last text shown."""
-    from deskhand_d.jev import ax
+    from deskhand_d import ax
 
     shown: list[str] = []
     for element in ax.parse(text).elements:

@@ -3,7 +3,7 @@
 ``ax parse FILE`` shows what Jev would be shown for a tree: its elements, focus and ranked
 candidates (pure parsing; nothing is sent anywhere). ``eval --live`` sends the built-in cases to
 the real Jev API, which costs money, so it refuses to run without ``--live``; it never runs in CI.
-These import the daemon's Jev modules (msgspec, and trio and httpx for ``eval``), which is fine
+These import the daemon's modules (msgspec, and trio and httpx for ``eval``), which is fine
 here: they are off every other command's start-up path.
 """
 
@@ -26,8 +26,8 @@ def run_offline(args: Args) -> int:
 
 
 def _ax_parse(args: Args) -> int:
-    from deskhand_d.jev.ax import AxParseError
-    from deskhand_d.jev.axcli import report
+    from deskhand_d.ax import AxParseError
+    from deskhand_d.ax.report import report
 
     path = str(args.params.get("file") or "-")
     try:

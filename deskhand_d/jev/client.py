@@ -45,7 +45,8 @@ from deskhand_d.jev.settings import (
 )
 
 __all__ = ["JevClient", "check_url", "client_from_env", "load_key", "resolve_url"]
-from deskhand_d.jev.types import Candidate, Decision
+from deskhand_d.ax import Candidate
+from deskhand_d.jev.types import Decision
 from deskhand_d.jev.wire import DEFAULT_URL, MODEL, WireError, backoff_s, build_body, normalize
 
 EventHook = Callable[[str, dict[str, Any]], None]

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import msgspec
 
+from deskhand_d import ax
 from deskhand_d import errors as E
-from deskhand_d.jev import ax as ax
 from deskhand_d.jev.client import JevClient, load_key, resolve_url
+from deskhand_d.jev.context import build_context
 
 CASES_FILE = Path(__file__).with_name("cases.json")
 
@@ -46,13 +47,13 @@ async def run_cases(env: Mapping[str, str]) -> tuple[bool, list[str]]:
         for case in cases:
             tree = ax.parse(case.ax)
             selection = ax.select_candidates(tree, case.goal)
-            ranked = [c.element.index for c in selection.candidates]
+            ranked = [c.index for c in selection.candidates]
             try:
                 d = await client.decide(
                     goal=case.goal,
                     app=case.app,
                     candidates=selection.candidates,
-                    context=ax.build_context(tree),
+                    context=build_context(tree),
                     recent_actions=[],
                     constraints="",
                 )

@@ -14,7 +14,7 @@ import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from deskhand_d.jev.types import Candidate
+from deskhand_d.ax import Candidate
 
 
 def instruction(native: str) -> str:
@@ -72,9 +72,9 @@ def candidate_briefs(candidates: Sequence[Candidate]) -> tuple[list[dict[str, ob
     """The first candidates as short {index, role, label} records, and whether any were cut."""
     briefs: list[dict[str, object]] = [
         {
-            "index": c.element.index,
-            "role": c.element.role[:48],
-            "label": c.element.label[:96],
+            "index": c.index,
+            "role": c.role[:48],
+            "label": c.label[:96],
         }
         for c in candidates[:MAX_CANDIDATES]
     ]

@@ -33,10 +33,12 @@ from typing import Any, Protocol
 
 import trio
 
+from deskhand_d import ax
 from deskhand_d import errors as E
-from deskhand_d.jev import ax as ax
+from deskhand_d.ax import Candidate
 from deskhand_d.jev import policy
 from deskhand_d.jev.budget import TurnBudget
+from deskhand_d.jev.context import build_context, summarize_action
 from deskhand_d.jev.handoff import INSTRUCTION, candidate_briefs
 from deskhand_d.jev.task import (
     Ending,
@@ -51,7 +53,7 @@ from deskhand_d.jev.task import (
     task_fields,
 )
 from deskhand_d.jev.trace import NoTrace, Recorder
-from deskhand_d.jev.types import Candidate, Decision, Prepared
+from deskhand_d.jev.types import Decision, Prepared
 
 UNCHANGED_LIMIT = 3
 DONE_THRESHOLD = 0.9
@@ -207,7 +209,7 @@ class TaskLoop:
 
     async def _decide(self, step: int, tree: ax.Tree, selection: ax.Selection) -> Decision:
         task = self.task
-        context = ax.build_context(tree)
+        context = build_context(tree)
         recent = self.history[-HISTORY:]
         self.trace.event(
             "decision_input",
@@ -219,12 +221,7 @@ class TaskLoop:
                 "goal": task.goal,
                 "app": task.app,
                 "candidates": [
-                    {
-                        "index": c.element.index,
-                        "role": c.element.role,
-                        "label": c.element.label,
-                        "score": c.score,
-                    }
+                    {"index": c.index, "role": c.role, "label": c.label, "score": c.score}
                     for c in selection.candidates
                 ],
                 "context": context,
@@ -256,8 +253,9 @@ class TaskLoop:
         if not selection.candidates:
             raise self._end("escalate", "no_candidates")
         decision = await self._decide(step, tree, selection)
-        shown = {c.element.index: c.element for c in selection.candidates}
-        target = shown.get(decision.target_index) if decision.target_index is not None else None
+        shown = {c.index: c for c in selection.candidates}
+        picked = shown.get(decision.target_index) if decision.target_index is not None else None
+        target = picked.element if picked is not None else None  # the one read whole
         trace.event(
             "decision_output",
             step=step,
@@ -377,7 +375,7 @@ class TaskLoop:
         changed = after_text != text
         self._unchanged = 0 if changed else self._unchanged + 1
         trace.event("action", step=step, action=prepared.kind, changed=changed, elapsedMs=elapsed)
-        self.history.append(ax.summarize_action(prepared.kind, target, tree, after, changed))
+        self.history.append(summarize_action(prepared.kind, target, tree, after, changed))
         del self.history[:-HISTORY]
         if self._verify(step, "after_action", after):
             raise self._end("done", "verified", verified=True)
@@ -389,7 +387,7 @@ class TaskLoop:
         briefs, truncated = candidate_briefs(selection.candidates)
         return {
             "remaining_steps": self.task.max_steps - self.steps,
-            "context": ax.build_context(tree)[:600],
+            "context": build_context(tree)[:600],
             "recent_actions": [h[:240] for h in self.history[-3:]],
             "candidates": briefs,
             "candidates_truncated": truncated,

@@ -18,7 +18,8 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
-from deskhand_d.jev.types import ACTIONS, Action, Decision, Direction, Element, Prepared, Resources
+from deskhand_d.ax import Element
+from deskhand_d.jev.types import ACTIONS, Action, Decision, Direction, Prepared, Resources
 
 Verdict = Literal["proceed", "confirm", "escalate", "stop", "model_done"]
 

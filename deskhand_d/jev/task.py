@@ -12,9 +12,10 @@ import unicodedata
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from deskhand_d import ax
 from deskhand_d import errors as E
-from deskhand_d.jev import ax as ax
-from deskhand_d.jev.types import Decision, Element, Prepared, Resources
+from deskhand_d.ax import Element
+from deskhand_d.jev.types import Decision, Prepared, Resources
 
 
 def plain(text: str) -> str:
@@ -96,7 +97,7 @@ def prepared_dict(p: Prepared) -> dict[str, Any]:
 
 
 def candidate_key(selection: ax.Selection) -> tuple[tuple[int, str, str], ...]:
-    return tuple((c.element.index, c.element.role, c.element.label) for c in selection.candidates)
+    return tuple((c.index, c.role, c.label) for c in selection.candidates)
 
 
 def refusal_ending(exc: E.DeskhandError, steps: int) -> Ending:

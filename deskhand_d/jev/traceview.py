@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from deskhand_d.jev import ax
+from deskhand_d import ax
+from deskhand_d.jev.context import visible_texts
 from deskhand_d.jev.task import plain
 from deskhand_d.jev.types import ACTIONS
 
@@ -279,7 +280,7 @@ def _check(
     after = _find(evs, "snapshot", at="after_action")
     same = pre is not None and after.get("ax") == pre
     if (ret or act) and (same or act.get("changed") is False):
-        shows = f'; the texts still read "{ax.visible_texts(t)}"' if (t := _tree(pre)) else ""
+        shows = f'; the texts still read "{visible_texts(t)}"' if (t := _tree(pre)) else ""
         ids = f"snapshot #{after.get('snapshotId')} = #{start.get('snapshotId')}, " if same else ""
         return "execution", (
             f"{start.get('method') or act.get('action')} on {_el(target)} returned after "
@@ -332,7 +333,7 @@ def analyze(events: Sequence[Event], problems: Sequence[str] = ()) -> Analysis:
         text += f" First divergence: step {divergence.step}, {divergence.kind}: "
         text += divergence.explanation
     if (final := _tree(next(reversed(snaps.values()), None))) is not None:
-        text += f' The last tree recorded shows "{ax.visible_texts(final)}".'
+        text += f' The last tree recorded shows "{visible_texts(final)}".'
     return Analysis(
         run_id=_str(first.get("runId")),
         mode=_str(first.get("mode")),

@@ -1,4 +1,5 @@
-"""Values shared by the Jev modules: tree elements, candidates, decisions and prepared actions.
+"""Values shared by the Jev modules: decisions and prepared actions (tree elements and
+candidates are :mod:`deskhand_d.ax`'s).
 
 Frozen msgspec Structs; no behaviour beyond small derived properties.
 """
@@ -32,25 +33,6 @@ ACTIONS: tuple[Action, ...] = (
     "ask_user",
 )
 Direction = Literal["up", "down", "left", "right"]
-
-
-class Element(msgspec.Struct, frozen=True, kw_only=True):
-    """One element line of a tree (continuation lines of a multi-line value folded in)."""
-
-    index: int
-    depth: int  # nesting level (tabs; the older shifted-root layout is normalised to root = 0)
-    role: str  # normalised (e.g. "search field", "button"; zh-Hans roles mapped to English)
-    source_role: str  # as written in the tree
-    label: str  # the rest of the line after the role, minus a trailing Secondary Actions clause
-    states: tuple[str, ...] = ()  # lower-cased words of a leading "(settable, selected)" group
-    attributes: dict[str, str] = msgspec.field(default_factory=dict)  # Description, Value, ID, ...
-    secondary_actions: tuple[str, ...] = ()
-    raw: str = ""  # the original line(s), indentation included
-
-
-class Candidate(msgspec.Struct, frozen=True, kw_only=True):
-    element: Element
-    score: int
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):

@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from deskhand_d.jev.types import ACTIONS, Action, Candidate, Decision
+from deskhand_d.ax import Candidate
+from deskhand_d.jev.types import ACTIONS, Action, Decision
 
 MODEL = "jev-latest"
 DEFAULT_URL = "https://api.typesafe.ai/v1/systemone"
@@ -97,13 +98,12 @@ def criteria(candidates: Sequence[Candidate]) -> dict[str, str]:
     """
     out: dict[str, str] = {}
     for cand in candidates:
-        el = cand.element
-        if el.index < 0:
-            raise ValueError(f"candidate index {el.index} is negative")
-        key = f"i{el.index}"
+        if cand.index < 0:
+            raise ValueError(f"candidate index {cand.index} is negative")
+        key = f"i{cand.index}"
         if key in out:
-            raise ValueError(f"candidate index {el.index} appears more than once")
-        out[key] = describe(el.role, el.label)
+            raise ValueError(f"candidate index {cand.index} appears more than once")
+        out[key] = describe(cand.role, cand.label)
     return out
 
 

@@ -21,13 +21,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 import trio
 
+from deskhand_d import ax
 from deskhand_d import errors as E
 from deskhand_d.config import Config
 from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind
-from deskhand_d.native import toolerrors, treeinfo
+from deskhand_d.native import toolerrors
 from deskhand_d.native.gates import Gates
 from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.launch import launch as launch_app
@@ -152,7 +153,7 @@ class NativeService(Gates):
         res = await self._dispatch(caller, "list_apps", {}, app="", backend=backend)
         return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
 
-    async def observe_tree(self, caller: Caller, app: str) -> tuple[CallResult, treeinfo.TreeInfo]:
+    async def observe_tree(self, caller: Caller, app: str) -> tuple[CallResult, ax.TreeFacts]:
         """Every gate, consent, then ``get_app_state``; no stateId is minted here."""
         session = caller.session
         with refused_if_raised():
@@ -177,7 +178,7 @@ class NativeService(Gates):
             )
         if not out.text.strip() and not out.images:
             raise E.BackendError("the backend returned an empty observation; observe again")
-        info = treeinfo.inspect(out.text)
+        info = ax.inspect(out.text)
         try:  # the app restarted under a task grant: the person decides before we use it
             await self.consent.observed(
                 session.consent,
@@ -254,7 +255,7 @@ class NativeService(Gates):
             self.spend_handoff(session)
         out = res.output
         new_state = None
-        info = treeinfo.inspect(out.text)
+        info = ax.inspect(out.text)
         same_process = bool(info.identity) and info.identity == used.identity
         if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
             # Coordinates always need a get_app_state screenshot, so this state has none.
@@ -321,7 +322,7 @@ class NativeService(Gates):
         self,
         session: Session,
         app: str,
-        info: treeinfo.TreeInfo,
+        info: ax.TreeFacts,
         *,
         has_screenshot: bool,
         action_returned: bool = False,

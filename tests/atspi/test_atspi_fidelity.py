@@ -280,7 +280,7 @@ Window: "Untitled 1 - Mousepad", App: Mousepad.
 def test_jev_reads_menus_and_offers_them() -> None:
     """Menu bar items and menu items are parsed with their roles and ticks (Sky's bare menu
     titles keep the empty role) and are candidates; the goal's menu ranks first."""
-    from deskhand_d.jev import ax
+    from deskhand_d import ax
 
     tree = ax.parse(MOUSEPAD_TREE)
     by_index = {e.index: e for e in tree.elements}

@@ -23,7 +23,7 @@ from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
 from mcpclient import Server
 
-from deskhand_d.jev import ax
+from deskhand_d import ax
 
 pytestmark = pytest.mark.slow
 

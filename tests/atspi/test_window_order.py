@@ -15,7 +15,7 @@ from dhtest.mcpstdio import McpChild
 from Xlib import Xatom
 from Xlib import display as xdisplay
 
-from deskhand_d.jev import ax as ax
+from deskhand_d import ax
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,9 +20,8 @@ import pytest
 from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
 from dhtest.desk import SIM_APPS, save_grants
 
+from deskhand_d import ax
 from deskhand_d.backends.desktop import SIMULATED_NOTE
-from deskhand_d.jev import ax
-from deskhand_d.native import treeinfo
 
 # What the daemon must not inherit from the machine running the tests: "" counts as unset.
 NO_SESSION = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "DBUS_SESSION_BUS_ADDRESS": ""}
@@ -94,7 +93,7 @@ def test_the_simulated_desktop_says_so_everywhere(ctl: Any, env: dict[str, str])
 
     seen = c.json("observe", "Calculator")
     assert seen["text"].startswith(SIMULATED_NOTE + "\n")
-    info = treeinfo.inspect(seen["text"])
+    info = ax.inspect(seen["text"])
     assert info.complete and info.identity
     done = c.json(
         "click", "--app", "Calculator", "--state", seen["state_id"], "--index",

@@ -26,11 +26,11 @@ import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import McpChild, ToolResult
 
+from deskhand_d import ax
+from deskhand_d.ax import Element
 from deskhand_d.backends import doctor, surface
 from deskhand_d.backends.atspi import roles as atspi_roles
 from deskhand_d.backends.skyserver import texts
-from deskhand_d.jev import ax as ax
-from deskhand_d.jev.types import Element
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ("6", "+", "7", "=")

@@ -16,6 +16,7 @@ import trio
 from peers.fake_jev import BODY_MARKER, serve_fake_jev
 from structlog.testing import capture_logs
 
+from deskhand_d.ax import Candidate, Element
 from deskhand_d.errors import (
     JevInvalidResponse,
     JevRejected,
@@ -24,7 +25,7 @@ from deskhand_d.errors import (
     MissingJevKey,
 )
 from deskhand_d.jev.client import JevClient, load_key, resolve_url
-from deskhand_d.jev.types import Candidate, Decision, Element
+from deskhand_d.jev.types import Decision
 from deskhand_d.jev.wire import DEFAULT_URL
 
 KEY = "tsk-test-4f9c2e17b0d8a6"

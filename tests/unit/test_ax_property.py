@@ -1,5 +1,9 @@
 """Round trip: random element trees rendered in Sky's grammar parse back to what was rendered.
 
+Also, on the same trees, the shortcuts agree with the rules: the split reads what the line by
+line walk reads, the roles of an unread tree are those of its elements, and candidates ranked
+without reading the elements are those ranked from the elements.
+
 No hypothesis: each seed drives a ``random.Random``. A tree has a window subtree numbered depth
 first from 0 and a ``menu bar`` after it; elements get random roles (one-word, multi-word,
 zh-Hans, raw ``AX…``, unknown, empty), flags, titles and attributes in random order, and values
@@ -15,16 +19,17 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from deskhand_d import ax
+from deskhand_d.ax import grammar, layout, roles
 from deskhand_d.backends.sim import ax as sim_ax
-from deskhand_d.jev import ax, axgrammar
 
 SEEDS = range(300)
 SIM_SEEDS = range(100)
 
 ONE_WORD = ["button", "link", "image", "row", "container", "heading", "cell", "outline", "slider"]
 ODD = ["AXWebArea", "AXGroup", "Event", "unknown", "智能词库", "列表刻度", "section"]
-MULTI = [r for r in axgrammar.MULTI_WORD_ROLES if not r.startswith("menu bar")]
-ZH = [r for r in axgrammar.ROLE_ALIASES if not r.isascii()]
+MULTI = [r for r in roles.MULTI_WORD_ROLES if not r.startswith("menu bar")]
+ZH = [r for r in roles.ROLE_ALIASES if not r.isascii()]
 FLAGS = ["disabled", "settable", "selectable", "selected", "expanded", "collapsed", "float"]
 WORDS = [
     "Calculator", "previous", "month", "Today", "9/18/26,", "11:50", "AM", "file:///tmp/a.txt",
@@ -32,7 +37,7 @@ WORDS = [
     "\u200e30", "Value", "ID", "…", "Help", "e.g.", "—", "→", "O'Neil", "x,y", "50%",
 ]  # fmt: skip
 VALUE_LINES = ["Flask", "  │", " ▼", "@app.route('/')", "(note)", "℗ 2025 YRF Music", "第二行", "—"]
-KEYS = [k for k in axgrammar.ATTRIBUTE_KEYS if k != axgrammar.SECONDARY_ACTIONS]
+KEYS = [k for k in roles.ATTRIBUTE_KEYS if k != grammar.SECONDARY_ACTIONS]
 ACTIONS = ["Raise", "Copy", "Scroll Up", "Scroll Down", "Move previous", "移到上一项", "Delete"]
 
 
@@ -204,7 +209,7 @@ def test_generator_covers_the_grammar() -> None:
             "multi-line", "blank line in a value", "element-shaped value line",
             "numbered past the next element", "spaces",
             "shifted root", "crlf", "zh role", "empty role", "raw AX role", "actions not last",
-            "bare number", "focus", "selected text",
+            "bare number", "focus", "selected text", "split", "walk",
         ],
         0,
     )  # fmt: skip
@@ -216,10 +221,10 @@ def test_generator_covers_the_grammar() -> None:
         seen["multi-line"] += sum("\n" in r for r in raws)
         seen["blank line in a value"] += sum("\n\n" in r for r in raws)
         shaped = [
-            (axgrammar.index_of(line) or 0, n.index)
+            (layout.index_of(line) or 0, n.index)
             for n, r in zip(nodes, raws, strict=True)
             for line in r.split("\n")[1:]
-            if axgrammar.index_of(line) is not None
+            if layout.index_of(line) is not None
         ]
         seen["element-shaped value line"] += len(shaped)
         seen["numbered past the next element"] += sum(i > e + 1 for i, e in shaped)
@@ -235,6 +240,9 @@ def test_generator_covers_the_grammar() -> None:
         seen["bare number"] += sum(r.strip().isdigit() for r in raws)
         seen["focus"] += focus is not None
         seen["selected text"] += "Selected text:" in text
+        split = layout.read(text).split
+        seen["split"] += split
+        seen["walk"] += not split
     assert all(count >= 5 for count in seen.values()), seen
 
 
@@ -248,7 +256,7 @@ def test_round_trip(seed: int) -> None:
     assert (tree.focus, tree.app, tree.window) == (focus, app, window)
     assert [e.index for e in tree.elements] == [n.index for n in nodes]
     for node, raw, element in zip(nodes, raws, tree.elements, strict=True):
-        expected_role = axgrammar.ROLE_ALIASES.get(node.source, node.source)
+        expected_role = roles.ROLE_ALIASES.get(node.source, node.source)
         assert element.depth == node.depth, raw
         assert (element.role, element.source_role) == (expected_role, node.source), raw
         assert element.label == node.label(), raw
@@ -256,6 +264,39 @@ def test_round_trip(seed: int) -> None:
         assert element.attributes == dict(node.attributes), raw
         assert element.secondary_actions == tuple(node.actions), raw
         assert element.raw == raw
+
+
+GOALS = ["", "Switch to the previous month", "open the File menu", "search Calculator 2026"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_shortcuts_agree_with_the_rules(seed: int) -> None:
+    """The split and the walk give the same layout; an unread tree's roles and candidates are
+    those its elements give."""
+    rng = random.Random(seed)
+    text = render(rng, make_tree(rng))[0]
+    fast, walked = layout.read(text), layout.read_by_lines(text)
+    assert list(fast.indices) == list(walked.indices)
+    assert [fast.raw(at) for at in range(len(fast))] == [walked.raw(at) for at in range(len(fast))]
+    assert [fast.rest(at) for at in range(len(fast))] == [
+        walked.rest(at) for at in range(len(fast))
+    ]
+    assert list(fast.depths()) == list(walked.depths())
+    assert (fast.focus, fast.app, fast.pid, fast.window) == (
+        walked.focus,
+        walked.app,
+        walked.pid,
+        walked.window,
+    )
+    elements = ax.parse(text).elements
+    assert ax.parse(text).roles() == [e.role for e in elements]
+    for goal in GOALS:
+        unread = ax.select_candidates(ax.parse(text), goal, 12)
+        read = ax.select_candidates(ax.Tree(elements), goal, 12)
+        assert unread == read, goal
+        assert [(c.index, c.role, c.label) for c in unread.candidates] == [
+            (c.element.index, c.element.role, c.element.label) for c in read.candidates
+        ]
 
 
 def sim_tree(rng: random.Random, depth: int = 0) -> sim_ax.Element:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from deskhand_d import ax
 from deskhand_d.backends import desktop
 from deskhand_d.backends.a11ybus import Probe
-from deskhand_d.jev import ax
-from deskhand_d.native import treeinfo
 
 TREE = (
     "<app_state>\n"
@@ -76,7 +75,7 @@ def test_the_simulated_note_is_one_line_that_every_tree_parser_reads_past() -> N
     first, _, rest = marked.partition("\n")
     assert first == desktop.SIMULATED_NOTE and rest == TREE
     assert "Simulated desktop" in first and "not this computer's real desktop" in first
-    before, after = treeinfo.inspect(TREE), treeinfo.inspect(marked)
+    before, after = ax.inspect(TREE), ax.inspect(marked)
     assert after == before and after.complete and after.indices == frozenset({0, 1, 2, 3})
     assert after.identity == "com.apple.calculator" and after.pid == 4242
     plain, noted = ax.parse(TREE), ax.parse(marked)

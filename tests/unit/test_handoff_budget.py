@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from deskhand_d.ax import Candidate, Element
 from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.jev.handoff import MAX_CANDIDATES, candidate_briefs, new_handoff
-from deskhand_d.jev.types import Candidate, Element
 
 H = new_handoff(session_id="s1", turn=3, app="Calculator", goal="add", remaining=2)
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from deskhand_d.ax import Candidate, Element
 from deskhand_d.jev import wire
-from deskhand_d.jev.types import ACTIONS, Candidate, Decision, Element
+from deskhand_d.jev.types import ACTIONS, Decision
 from deskhand_d.jev.wire import (
     DEFAULT_URL,
     MODEL,

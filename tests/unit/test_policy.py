@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from deskhand_d.ax import Element
 from deskhand_d.jev.policy import (
     HANDOFF_REASONS,
     NAVIGATION_KEYS,
@@ -21,7 +22,7 @@ from deskhand_d.jev.policy import (
     prepare,
     sensitive_family,
 )
-from deskhand_d.jev.types import ACTIONS, Decision, Element, Prepared, Resources
+from deskhand_d.jev.types import ACTIONS, Decision, Prepared, Resources
 
 # --- helpers ----------------------------------------------------------------------------------
 

@@ -1,13 +1,12 @@
-"""Sky's accessibility-text grammar, one line (or one element) at a time. Pure.
+"""The grammar of one element's text: role, label, states, attributes, actions. Pure.
 
-What this owns: the attribute keys, :func:`split_rest` (the text after an element's index ->
-role, label, states, attributes, secondary actions), and the line shapes :mod:`.axread` needs:
-which lines look like elements, which end a tree, the focus footer, the ``App=`` and
-``Window:`` lines, and depth levels for space-indented trees. The role tables and the role
-rules live in :mod:`.axroles` (re-exported here); :mod:`.axread` puts lines together into a
-tree (contiguity, continuation lines, header checks).
+What this owns: :func:`split_rest` (the text after an element's index -> role, label, states,
+attributes, secondary actions), in two steps for callers that need the first only: :func:`head`
+(role, label, states) and :func:`split_attributes`.
+The role tables and the role rules live in :mod:`.roles`; where an element's text starts and
+ends (numbers, continuation lines, the header) is :mod:`.layout`'s.
 
-Roles: see :mod:`.axroles`; every child of a ``menu bar`` has the empty role (Sky prints menu
+Roles: see :mod:`.roles`; every child of a ``menu bar`` has the empty role (Sky prints menu
 titles bare: ``32 Calculator``), which :func:`split_rest` gives with ``in_menu_bar``, unless it
 starts with a menu role word (``menu bar item``, ``menu item``, ``menu``, ``separator``), as
 Deskhand's Linux backend writes a menu bar's titles and the items of an open menu.
@@ -24,33 +23,11 @@ clause or an empty value written as ``Value:`` right before the next key.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Final
 
-from deskhand_d.jev.axroles import (
-    ATTRIBUTE_KEYS,
-    MULTI_WORD_ROLES,
-    PLAIN_ROLES,
-    ROLE_ALIASES,
-    role_of,
-)
+from deskhand_d.ax.roles import ATTRIBUTE_KEYS, PLAIN_ROLES, role_of
 
-__all__ = [
-    "ATTRIBUTE_KEYS",
-    "MAX_INDEX",
-    "MULTI_WORD_ROLES",
-    "ROLE_ALIASES",
-    "SECONDARY_ACTIONS",
-    "Parts",
-    "ends_tree",
-    "focus_index",
-    "identity",
-    "index_of",
-    "later_positions",
-    "levels",
-    "split_rest",
-    "window_title",
-]
+__all__ = ["SECONDARY_ACTIONS", "Head", "Parts", "flags", "head", "split_attributes", "split_rest"]
 
 SECONDARY_ACTIONS: Final = "Secondary Actions"
 _KEYS: Final = frozenset(ATTRIBUTE_KEYS)
@@ -63,13 +40,11 @@ _ATTRIBUTE_SPLIT: Final = re.compile(f", ({_KEY_ALTERNATIVES}):(?:\\s|$)").split
 # ", Key:" as a title: "Key:" right before the next key, an empty value _ATTRIBUTE_SPLIT misses
 _KEY_SEGMENTS: Final = frozenset(f", {key}:" for key in ATTRIBUTE_KEYS)
 _KEY_SEGMENT_MAX: Final = max(map(len, _KEY_SEGMENTS))
-_FOCUS: Final = re.compile(r"focused UI element is\s+([0-9]+)\b", re.IGNORECASE)
-_APP_STATE_CLOSE: Final = "</app_state>"
-MAX_INDEX: Final = 2**53 - 1
-_IDENTITY: Final = re.compile(r"App=(.+?) \((?:bundleID (\S+), )?pid ([0-9]{1,18})\)\s*$")
 
 # (role, source_role, label, states, attributes, secondary_actions)
 Parts = tuple[str, str, str, tuple[str, ...], dict[str, str], tuple[str, ...]]
+# (role, source_role, label with any Secondary Actions clause, states, label after the flags)
+Head = tuple[str, str, str, tuple[str, ...], str]
 _PLAIN_ROLE: Final = PLAIN_ROLES.get
 
 
@@ -91,8 +66,9 @@ def _menu_role(rest: str) -> bool:
     )
 
 
-def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
-    """Parse what follows an element's index (continuation lines joined with ``\\n``)."""
+def head(rest: str, in_menu_bar: bool = False) -> Head:
+    """Role, role as written, label (flags and attributes still in it), states, and the body
+    (the label after its flags) of what follows an element's index."""
     rest = rest.strip()
     if in_menu_bar and not _menu_role(rest):
         role = source = ""
@@ -105,20 +81,39 @@ def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
         else:
             role = plain
             label = label.lstrip()
-    states: tuple[str, ...] = ()
-    body = label
     if "(" in label and label[:1] == "(":  # "in" first: it allocates nothing
         flags_end = label.find(")") + 1
         if flags_end:
-            states = _states(label[1 : flags_end - 1])
             body = label[flags_end:].lstrip()
+            return role, source, label, _states(label[1 : flags_end - 1]), body
+    return role, source, label, (), label
+
+
+def flags(label: str) -> tuple[tuple[str, ...], str]:
+    """The states of a label that opens with ``(``, and the body after them."""
+    flags_end = label.find(")") + 1
+    if flags_end:
+        return _states(label[1 : flags_end - 1]), label[flags_end:].lstrip()
+    return (), label
+
+
+def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
+    """Parse what follows an element's index (continuation lines joined with ``\\n``)."""
+    role, source, label, states, body = head(rest, in_menu_bar)
+    label, attributes, actions = split_attributes(label, body)
+    return role, source, label, states, attributes, actions
+
+
+def split_attributes(label: str, body: str) -> tuple[str, dict[str, str], tuple[str, ...]]:
+    """The label without its Secondary Actions clause, the attributes and the secondary actions
+    of a label whose body (the label after its flags) is ``body``."""
     if ":" not in body:
-        return role, source, label, states, {}, ()
+        return label, {}, ()
     # [", " + title (or "" when the body starts with a key), key, value, key, value, ...]
     pieces = _ATTRIBUTE_SPLIT(", " + body)
     count = len(pieces)
     if count == 1:
-        return role, source, label, states, {}, ()
+        return label, {}, ()
     if count == 3:
         attributes = {pieces[1]: pieces[2]}
     elif count == 5:
@@ -130,9 +125,8 @@ def split_rest(rest: str, in_menu_bar: bool = False) -> Parts:
         and SECONDARY_ACTIONS not in attributes
         and (len(pieces[0]) > _KEY_SEGMENT_MAX or pieces[0] not in _KEY_SEGMENTS)
     ):
-        return role, source, label, states, attributes, ()
-    label, attributes, actions = _attributes(label, body)
-    return role, source, label, states, attributes, actions
+        return label, attributes, ()
+    return _attributes(label, body)
 
 
 def _attributes(label: str, body: str) -> tuple[str, dict[str, str], tuple[str, ...]]:
@@ -176,79 +170,3 @@ def _attributes(label: str, body: str) -> tuple[str, dict[str, str], tuple[str, 
         kept = ", ".join([text for at, text in enumerate(segments) if at not in cut])
         label = (label[: len(label) - len(body)] + kept).strip()
     return label, attributes, actions
-
-
-def identity(line: str) -> tuple[str, int | None] | None:
-    """``App=…`` in either form -> (bundle id, or the path/name when no bundle id is given; pid)."""
-    m = _IDENTITY.match(line)
-    if m is None:
-        value = line[4:].strip()
-        return (value, None) if value else None
-    return (m.group(2) or m.group(1)), int(m.group(3))
-
-
-def window_title(line: str) -> str:
-    """``Window: "<title>", App: <name>.`` (or a bare ``Window: <title>``) -> the title."""
-    rest = line[len("Window:") :].strip()
-    if rest[:1] == '"':
-        end = rest.rfind('", App: ')
-        if end > 0:
-            return rest[1:end]
-        return rest[1:-1] if len(rest) > 1 and rest[-1] == '"' else rest[1:]
-    end = rest.rfind(", App: ")
-    return rest[:end] if end >= 0 and rest.endswith(".") else rest
-
-
-def index_of(line: str) -> int | None:
-    """The number of an element-shaped line (``<spaces/tabs><digits>[ …]``), else None.
-
-    A number too large to be an index comes back as ``MAX_INDEX + 1``.
-    """
-    num = line.lstrip(" \t").partition(" ")[0]
-    if num.isdigit() and num.isascii():
-        return MAX_INDEX + 1 if len(num) > 16 else int(num)
-    return None
-
-
-def ends_tree(line: str, after_blank: bool) -> bool:
-    """A line (not shaped like an element) after which no element follows: the focus footer,
-    ``</app_state>``, or a ``Selected text:`` tail after a blank line."""
-    return (
-        line[:25].lower() == "the focused ui element is"
-        or line.startswith(_APP_STATE_CLOSE)
-        or (after_blank and line.startswith("Selected text:"))
-    )
-
-
-def focus_index(line: str) -> int | None:
-    """The index named by a focus footer (with or without its final period)."""
-    match = _FOCUS.search(line)
-    return int(match.group(1)) if match and len(match.group(1)) <= 16 else None
-
-
-def later_positions(lines: Sequence[str], start: int) -> dict[int, int]:
-    """index -> the last line (from ``start`` to the end of the tree) shaped like that element."""
-    seen: dict[int, int] = {}
-    blank = False
-    for at in range(start, len(lines)):
-        line = lines[at]
-        index = index_of(line)
-        if index is not None:
-            seen[index] = at
-        elif ends_tree(line, blank):
-            break
-        blank = not line
-    return seen
-
-
-def levels(raws: Sequence[str]) -> list[int]:
-    """Depths from the indentation of element lines indented with spaces (or tabs and spaces).
-
-    One level per tab, or per indentation unit (the smallest run of spaces in use); the
-    shallowest element gets depth 0.
-    """
-    indents = [raw[: len(raw) - len(raw.lstrip(" \t"))] for raw in raws]
-    unit = min((i.count(" ") for i in indents if " " in i), default=1)
-    found = [i.count("\t") + i.count(" ") // unit for i in indents]
-    low = min(found, default=0)
-    return [level - low for level in found]

@@ -2,8 +2,7 @@
 
 :func:`report` parses a tree and lays out its elements, its focus and the candidates Jev would
 be offered for the goal, ranked with their scores, either as text for a person or as one JSON
-object. Parse failures propagate as :class:`~deskhand_d.jev.ax.AxParseError`; the CLI reports
-them.
+object. Parse failures propagate as :class:`~deskhand_d.ax.AxParseError`; the CLI reports them.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deskhand_d.jev import ax
+from deskhand_d.ax.candidates import select_candidates
+from deskhand_d.ax.tree import parse
 
 
 def _one_line(text: str) -> str:
@@ -21,8 +21,8 @@ def _one_line(text: str) -> str:
 
 def report(text: str, goal: str, *, as_json: bool, limit: int = 40) -> str:
     """The ``ax parse`` output for ``text`` and ``goal`` (no trailing newline)."""
-    tree = ax.parse(text)
-    selection = ax.select_candidates(tree, goal, limit)
+    tree = parse(text)
+    selection = select_candidates(tree, goal, limit)
     if as_json:
         document: dict[str, Any] = {
             "elements": [
@@ -33,12 +33,7 @@ def report(text: str, goal: str, *, as_json: bool, limit: int = 40) -> str:
             "app": tree.app,
             "window": tree.window,
             "candidates": [
-                {
-                    "index": c.element.index,
-                    "role": c.element.role,
-                    "label": c.element.label,
-                    "score": c.score,
-                }
+                {"index": c.index, "role": c.role, "label": c.label, "score": c.score}
                 for c in selection.candidates
             ],
             "total": selection.total,
@@ -60,6 +55,5 @@ def report(text: str, goal: str, *, as_json: bool, limit: int = 40) -> str:
     goal_text = f" for goal {json.dumps(goal, ensure_ascii=False)}" if goal else ""
     out.append(f"candidates{goal_text}: {selection.total} eligible{clipped}")
     for c in selection.candidates:
-        e = c.element
-        out.append(f"  {c.score:>4}  {e.index:>{width}}  {e.role}  {_one_line(e.label)}".rstrip())
+        out.append(f"  {c.score:>4}  {c.index:>{width}}  {c.role}  {_one_line(c.label)}".rstrip())
     return "\n".join(out)

@@ -2,7 +2,7 @@
 
 What this owns: the role tables (multi-word roles, zh-Hans role descriptions mapped to English,
 aliases) and :func:`role_of`, which splits the text after an element's index into the role as
-written, the role Deskhand reasons about, and the rest of the line. :mod:`.axgrammar` parses the
+written, the role Deskhand reasons about, and the rest of the line. :mod:`.grammar` parses the
 rest (flags, attributes, secondary actions).
 
 Roles: the text starts with a known multi-word role when it equals one or continues with a
@@ -13,7 +13,8 @@ empty (``""``) when the text starts with flags ``(…)`` or an attribute key (``
 and when its first word ends with a comma (a title followed by attributes).
 
 Speed: a first word that is a common role and starts no multi-word role, or whose second word
-starts none of the multi-word roles it could begin, is settled by dictionary look-ups alone.
+starts none of the multi-word roles it could begin, is settled by dictionary look-ups alone;
+:func:`word_role` says when the first word alone settles the role.
 """
 
 from __future__ import annotations
@@ -168,6 +169,27 @@ PLAIN_ROLES: Final[dict[str, str]] = {
     )
     if role not in _MULTI
 }
+
+
+# First word of a multi-word role -> what follows it in each of them (" field", ...).
+CONTINUATIONS: Final = {
+    word: tuple(role[len(word) :] for role in roles) for word, roles in _MULTI.items()
+}
+
+
+def word_role(word: str) -> str | None:
+    """The role of any text that starts with ``word`` (up to a space or a newline), when that
+    word settles it whatever follows; None when :func:`role_of` must read the text (a word that
+    starts a multi-word role: see :data:`CONTINUATIONS`)."""
+    if (
+        not word
+        or word[-1].isspace()
+        or word[0].isspace()
+        or word == "Secondary"
+        or word in CONTINUATIONS
+    ):
+        return None
+    return role_of(word)[0]
 
 
 def source_role(rest: str) -> str:
