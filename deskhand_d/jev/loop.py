@@ -1,7 +1,8 @@
 """The Jev task loop: observe, choose candidates, ask Jev, gate, act once, observe, verify.
 
-The trio shell around the pure pieces (:mod:`.ax`, :mod:`.policy`, :mod:`.task`,
-:mod:`.handoff`, :mod:`.budget`). It reaches the desktop only through a :class:`Desk` (in the
+The trio shell around the pure pieces (:mod:`deskhand_d.ax`, :mod:`.context`, :mod:`.policy`,
+:mod:`.task`, and the session's :mod:`~deskhand_d.native.handoff` and
+:mod:`~deskhand_d.native.budget`). It reaches the desktop only through a :class:`Desk` (in the
 daemon: the native service, so every observation and action passes the same lock, allowlist,
 consent and action queue as native ops), Jev only through a :class:`Decider`, and records every
 phase to a :class:`~deskhand_d.jev.trace.Recorder`.
@@ -37,9 +38,7 @@ from deskhand_d import ax
 from deskhand_d import errors as E
 from deskhand_d.ax import Candidate
 from deskhand_d.jev import policy
-from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.jev.context import build_context, summarize_action
-from deskhand_d.jev.handoff import INSTRUCTION, candidate_briefs
 from deskhand_d.jev.task import (
     Ending,
     Task,
@@ -54,6 +53,8 @@ from deskhand_d.jev.task import (
 )
 from deskhand_d.jev.trace import NoTrace, Recorder
 from deskhand_d.jev.types import Decision, Prepared
+from deskhand_d.native.budget import TurnBudget
+from deskhand_d.native.handoff import INSTRUCTION, HandoffBrief, candidate_briefs
 
 UNCHANGED_LIMIT = 3
 DONE_THRESHOLD = 0.9
@@ -383,13 +384,13 @@ class TaskLoop:
             raise self._end("escalate", "repeated_no_change")
         return after_text, after
 
-    def _handoff(self, tree: ax.Tree, selection: ax.Selection) -> dict[str, Any]:
+    def _handoff(self, tree: ax.Tree, selection: ax.Selection) -> HandoffBrief:
         briefs, truncated = candidate_briefs(selection.candidates)
-        return {
-            "remaining_steps": self.task.max_steps - self.steps,
-            "context": build_context(tree)[:600],
-            "recent_actions": [h[:240] for h in self.history[-3:]],
-            "candidates": briefs,
-            "candidates_truncated": truncated,
-            "instruction": INSTRUCTION,
-        }
+        return HandoffBrief(
+            remaining_steps=self.task.max_steps - self.steps,
+            context=build_context(tree)[:600],
+            recent_actions=tuple(h[:240] for h in self.history[-3:]),
+            candidates=briefs,
+            candidates_truncated=truncated,
+            instruction=INSTRUCTION,
+        )

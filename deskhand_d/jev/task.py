@@ -9,13 +9,16 @@ action may have been sent).
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
+
+import msgspec
 
 from deskhand_d import ax
 from deskhand_d import errors as E
 from deskhand_d.ax import Element
 from deskhand_d.jev.types import Decision, Prepared, Resources
+from deskhand_d.native.handoff import HandoffBrief
 
 
 def plain(text: str) -> str:
@@ -63,11 +66,14 @@ class Ending:
     decision: dict[str, Any] | None = None
     planned: dict[str, Any] | None = None
     target: dict[str, Any] | None = None
-    handoff: dict[str, Any] | None = None  # the handoff's contents; the caller mints the token
+    handoff: HandoffBrief | None = None  # what is handed back; the caller mints the token
     detail: str = ""  # for an ending a refusal or failure caused: its message, in words
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ending as plain data, for the trace."""
+        out = asdict(replace(self, handoff=None))
+        out["handoff"] = None if self.handoff is None else msgspec.to_builtins(self.handoff)
+        return out
 
 
 def brief(element: Element | None) -> dict[str, Any] | None:

@@ -276,9 +276,7 @@ class NativeService(Gates):
     def spend_handoff(session: Session) -> None:
         """A native action under a handoff reached the backend: one step less."""
         if session.handoff is not None:
-            session.handoff.remaining -= 1
-            if session.handoff.remaining <= 0:
-                session.handoff = None
+            session.handoff = session.handoff.spent()
 
     async def dispatch_action(
         self,

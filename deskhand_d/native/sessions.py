@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from deskhand_d.consent.model import TaskConsent
-from deskhand_d.jev.budget import TurnBudget
-from deskhand_d.jev.handoff import Handoff
+from deskhand_d.native.budget import TurnBudget
+from deskhand_d.native.handoff import Handoff
 from deskhand_d.native.states import StateBook
 
 Mode = Literal["native", "jev"]

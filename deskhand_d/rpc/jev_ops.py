@@ -13,18 +13,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import trio
 
 from deskhand_d import errors as E
 from deskhand_d import paths
 from deskhand_d.jev.access import missing_key_help
 from deskhand_d.jev.desk import ServiceDesk
-from deskhand_d.jev.handoff import instruction, new_handoff
 from deskhand_d.jev.loop import TaskLoop
 from deskhand_d.jev.task import Ending, Task, Verify
 from deskhand_d.jev.trace import NoTrace, Recorder, TraceFile, redact
 from deskhand_d.jev.types import Resources
 from deskhand_d.native import allowlist
+from deskhand_d.native.handoff import instruction, new_handoff
 from deskhand_d.native.service import Caller
 from deskhand_d.native.sessions import Session
 from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
@@ -186,17 +187,17 @@ def _result(
             turn=session.turn,
             app=req.app,
             goal=req.goal,
-            remaining=int(h["remaining_steps"]),
+            remaining=h.remaining_steps,
         )
         handoff = HandoffInfo(
             token=session.handoff.token,
             app=req.app,
             goal=req.goal,
             remaining_steps=session.handoff.remaining,
-            context=str(h["context"]),
-            recent_actions=list(h["recent_actions"]),
-            candidates=list(h["candidates"]),
-            candidates_truncated=bool(h["candidates_truncated"]),
+            context=h.context,
+            recent_actions=list(h.recent_actions),
+            candidates=[msgspec.structs.asdict(c) for c in h.candidates],
+            candidates_truncated=h.candidates_truncated,
             instruction=instruction(words(conn).act_under_handoff()),
         )
     now = trio.current_time()

@@ -15,11 +15,11 @@ from peers.fake_jev import serve_fake_jev
 from deskhand_d import ax
 from deskhand_d import errors as E
 from deskhand_d.ax import Candidate
-from deskhand_d.jev.budget import TurnBudget
 from deskhand_d.jev.client import JevClient
 from deskhand_d.jev.loop import TaskLoop
 from deskhand_d.jev.task import Task, Verify
 from deskhand_d.jev.types import Decision, Prepared
+from deskhand_d.native.budget import TurnBudget
 
 CASES = json.loads((Path(__file__).parents[2] / "fixtures" / "cases.json").read_text())
 KEY = "tsk-loop-test-31c9"

@@ -1,4 +1,5 @@
-"""The per-turn budget that all of a turn's Jev runs share. Pure; time is passed in.
+"""The per-turn budget that all of a turn's Jev runs share: session state. Pure; time is passed
+in.
 
 A turn's runs together get a wall-clock allowance (default 180 s, counted from the start of the
 turn's first run, so time spent waiting for the person's approvals counts) and a number of
