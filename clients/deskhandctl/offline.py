@@ -58,7 +58,7 @@ def _eval(args: Args) -> int:
         return USAGE
     import trio
 
-    from deskhand_d.jev.evaluation import run_cases
+    from deskhand_d.offline.evaluation import run_cases
 
     passed, lines = trio.run(run_cases, dict(os.environ))
     for line in lines:

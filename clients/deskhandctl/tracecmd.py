@@ -2,8 +2,8 @@
 
 ``list`` shows the traces in ``<state dir>/traces`` newest first; ``show PATH`` prints the
 per-step timeline and ``analyze PATH`` where the run first diverged (both from
-:mod:`deskhand_d.jev.traceview`). A trace file is opened no-follow (a symlink is refused), must
-be a regular file of at most 64 MiB and is read line by line; a line that is not an event is
+:mod:`deskhand_d.offline`). A trace file is opened no-follow (a symlink is refused), must be a
+regular file of at most 64 MiB and is read line by line; a line that is not an event is
 reported as a problem of the trace, not a failure. Exit codes: 0 when the trace could be read
 (``analyze`` too when it finds a divergence), 1 when it could not be read or holds no event.
 """
@@ -33,7 +33,7 @@ class Unreadable(Exception):
 
 def read_trace(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The events of the trace at ``path`` and its unparsable lines; :class:`Unreadable` else."""
-    from deskhand_d.jev.traceview import parse_line
+    from deskhand_d.offline.traceview import parse_line
 
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # no hang on a FIFO
     try:
@@ -81,7 +81,7 @@ def run_trace(args: Args) -> int:
     except Unreadable as exc:
         print(f"deskhandctl: {exc}", file=sys.stderr)
         return DAEMON_ERROR
-    from deskhand_d.jev import tracetimeline, traceview
+    from deskhand_d.offline import tracetimeline, traceview
 
     if args.command == "trace show":
         text = tracetimeline.timeline(events)
@@ -105,7 +105,7 @@ def run_trace(args: Args) -> int:
 
 
 def _list(args: Args) -> int:
-    from deskhand_d.jev.traceview import integrity
+    from deskhand_d.offline.traceview import integrity
     from deskhand_d.paths import state_dir
 
     directory = state_dir(os.environ) / "traces"

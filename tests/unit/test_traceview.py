@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from deskhandctl import tracecmd
 
-from deskhand_d.jev import tracetimeline, traceview
 from deskhand_d.jev.trace import METADATA_EVENTS
+from deskhand_d.offline import tracetimeline, traceview
 from deskhand_d.paths import state_dir
 
 TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"

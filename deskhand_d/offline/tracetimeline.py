@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from deskhand_d.jev import traceview as tv
 from deskhand_d.jev.task import plain
-from deskhand_d.jev.traceview import Event
+from deskhand_d.offline import traceview as tv
+from deskhand_d.offline.traceview import Event
 
 
 class _Fill(dict[str, Any]):
