@@ -28,6 +28,10 @@ What is measured (see docs/performance.md for the method and the latest numbers)
 * the write-ahead audit: a dispatch's durable start record plus its end record vs the single
   unflushed record of before, in-process on the state directory's file system
   (``bench/audit_cost.py``); reported per dispatch.
+* AX parse + candidate ranking against the TypeScript predecessor's ``parseAX`` +
+  ``selectCandidates`` on the same text, run by Node 22 side by side
+  (``bench/ax_predecessor.py``): a real 215-element capture and a 10,000-element tree.
+  Target: predecessor / Deskhand >= 2. Skipped without Node 22 or the predecessor's source.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from atspi import available as atspi_available
 from atspi import measure_atspi
 from audit_cost import measure_audit_cost
 from ax_parse import measure_ax_parse
+from ax_predecessor import measure_ax_predecessor
 from backend_call import measure_tools_call
 from native_click import measure_native_click, timed_ping, wait_connectable
 
@@ -287,6 +292,9 @@ def run() -> dict[str, Any]:
         results["native_click"] = step("native click round trips", measure_native_click)
         results["audit"] = step("write-ahead audit per dispatch", measure_audit_cost)
         results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
+        results["ax_predecessor"] = step(
+            "AX parse + candidates vs the TypeScript predecessor", measure_ax_predecessor
+        )
         missing = atspi_available()
         if missing:
             results["atspi"] = {"error": f"skipped: needs {missing} (.ci/setup-desktop.sh)"}
@@ -405,6 +413,7 @@ def table(results: dict[str, Any]) -> str:
             f" ms | {axp['splitlines_ms']:.2f} ms (`str.splitlines`) | {axp['ratio']:.1f}x | "
             f"<= {axp['target']}x | {verdict(axp['ratio'], axp['target'])} |"
         )
+    rows += predecessor_rows(results.get("ax_predecessor"))
     audit = results.get("audit")
     if audit and "error" not in audit:
         rows.append(
@@ -490,6 +499,24 @@ def click_rows(app: str, at: dict[str, Any], goal: float) -> list[str]:
             f"{at[f'{key}_p50_ms']:.0f} / {at[f'{key}_p95_ms']:.0f} ms | none | "
             f"median phases (ms): {phases} | p50 <= {goal:.0f} ms | "
             f"{verdict(at[f'{key}_p50_ms'], goal)} |"
+        )
+    return rows
+
+
+def predecessor_rows(pre: dict[str, Any] | None) -> list[str]:
+    """AX parse + candidates against the TypeScript predecessor: a speed-up, higher is better."""
+    if not pre:
+        return []
+    if "error" in pre:
+        return [f"| AX parse + candidates vs the TS predecessor | n/a | | {pre['error']} | | |"]
+    rows = []
+    for key, what in (("capture", "real capture"), ("tree", "built tree")):
+        got = pre[key]
+        rows.append(
+            f"| AX parse + candidates, {what}, {got['elements']:,} elements | "
+            f"{got['deskhand_ms']:.3f} ms | {got['predecessor_ms']:.3f} ms (TypeScript "
+            f"predecessor, Node) | {got['speedup']:.2f}x faster | >= {pre['target']}x | "
+            f"{'yes' if got['speedup'] >= pre['target'] else '**no**'} |"
         )
     return rows
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import accumulate, compress, count, islice, repeat
 from operator import attrgetter, lt
@@ -44,6 +43,7 @@ _DISABLED: Final = re.compile(r"\((?i:disabled)\)")  # starts with "(": a fast l
 _HOT: Final = ("previous month", "next month", "today", "search", "搜索")
 _HOT_BYTES: Final = tuple(phrase.encode() for phrase in _HOT)
 _SEPARATOR: Final = "\x00"  # between joined labels; no goal word or phrase holds it
+_SEPARATOR_BYTES: Final = _SEPARATOR.encode()
 _DOTTED_I, _KELVIN = "\u0130", "\u212a"  # the characters str.lower() turns into ASCII letters
 _NEXT: Final = (1).__add__
 _UNUSABLE: Final = frozenset(("", "javascript:", "javascript:;"))
@@ -208,11 +208,12 @@ def _eligible_unread(
     assert layout is not None
     roles = tree.roles()
     unsettled = tree.unsettled()
-    tails = layout.tails
+    tails, words = layout.tails, layout.words
     positions: list[int] = []
     labels: list[str] = []
     scores: list[int] = []
     heads: dict[int, _Head] = {}
+    keep_at, keep_label, keep_score = positions.append, labels.append, scores.append
     part: _Head | None
     for at in compress(count(), map(_MAYBE.__contains__, roles)):
         score = get(roles[at])
@@ -223,15 +224,15 @@ def _eligible_unread(
             label = tails[at].strip()
             if label[:1] == "(":
                 states, body = flags(label)
-                part = layout.words[at][1:], label, body, states
+                part = words[at][1:], label, body, states
             elif SECONDARY_ACTIONS in label:
-                part = layout.words[at][1:], label, label, ()
+                part = words[at][1:], label, label, ()
             elif score is None:  # a row or a cell without flags: not selectable
                 continue
-            else:
-                positions.append(at)
-                labels.append(label)
-                scores.append(score - 4 if label in _UNUSABLE else score)
+            else:  # most eligible elements: the label is the tail, there are no flags
+                keep_at(at)
+                keep_label(label)
+                keep_score(score - 4 if label in _UNUSABLE else score)
                 continue
         states = part[3]
         if states and "disabled" in states:
@@ -243,11 +244,11 @@ def _eligible_unread(
         if SECONDARY_ACTIONS in part[2]:
             label = split_attributes(label, part[2])[0]
         heads[len(positions)] = part
-        positions.append(at)
-        labels.append(label)
-        scores.append(score - 4 if label in _UNUSABLE else score)
+        keep_at(at)
+        keep_label(label)
+        keep_score(score - 4 if label in _UNUSABLE else score)
     # "(disabled)" holds no space or newline: it is in an element's word or in its tail
-    words, search = layout.words, _DISABLED.search
+    search = _DISABLED.search
     if search("\n".join(map(tails.__getitem__, positions))) or search(
         "\n".join(map(words.__getitem__, positions))
     ):
@@ -291,8 +292,10 @@ def _rank(
     tokens = [t for t in _GOAL_SPLIT.split(lowered) if len(t) >= 2]
     hot_goal = "month" in lowered or "搜索" in lowered or "search" in lowered
     if labels and (tokens or hot_goal):
-        needles = [(token, 4 * times) for token, times in Counter(tokens).items()]
-        _score_labels(labels, needles, _HOT if hot_goal else (), scores)
+        points: dict[str, int] = {}
+        for token in tokens:  # a word said twice in the goal counts twice
+            points[token] = points.get(token, 0) + 4
+        _score_labels(labels, list(points.items()), _HOT if hot_goal else (), scores)
     if indices is None:
         return sorted(range(len(scores)), key=scores.__getitem__, reverse=True)[:limit]
     ranked = sorted(zip(map(int.__neg__, scores), indices, count(), strict=False))
@@ -325,7 +328,10 @@ def _score_labels(
         data = joined.encode().lower()
         encoded = [(needle.encode(), points) for needle, points in needles]
         hot = tuple(phrase.encode() for phrase in phrases)
-        sizes = lambda: list(map(len, map(str.encode, labels)))  # noqa: E731
+        if joined.count(_SEPARATOR) == len(labels) - 1:  # no label holds the separator
+            sizes = lambda: list(map(len, data.split(_SEPARATOR_BYTES)))  # noqa: E731
+        else:
+            sizes = lambda: list(map(len, map(str.encode, labels)))  # noqa: E731
         _add_points(data, encoded, hot, sizes, scores)
 
 

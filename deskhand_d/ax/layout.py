@@ -76,7 +76,7 @@ _IDENTITY: Final = re.compile(r"App=(.+?) \((?:bundleID (\S+), )?pid ([0-9]{1,18
 # An element line after a newline: its tabs, its number, and the space and first word after them
 # (up to a space or a newline; "" for a bare number). Splitting a tree by it leaves the rest of
 # each element's text, continuation lines included, between the matches.
-_ELEMENTS: Final = re.compile(r"\n(\t*)([0-9]+)(?=[ \n]|$)( ?[^ \n]*)").split
+_ELEMENTS: Final = re.compile(r"\n(\t*+)([0-9]++)(?=[ \n]|$)( ?+[^ \n]*+)").split  # no backtracking
 _SPACED_INDENT: Final = re.compile(r"\t* ").match  # the first element line indented with a space
 _NEWLINES: Final = repeat("\n")
 # In a tail: a line that may end the tree (group 1; ends_tree() decides), or an element line

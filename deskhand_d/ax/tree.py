@@ -111,8 +111,11 @@ class Tree:
     def elements(self) -> tuple[Element, ...]:
         """Every element, in text order."""
         if self._elements is None:
-            assert self.layout is not None
-            self._elements = _read_all(self.layout, self._menu_roles()[1])
+            layout = self.layout
+            assert layout is not None
+            # the elements' reading gives their roles: only the menu bars are needed first
+            menu = self._menu if self._roles is not None else _menu_positions(layout)
+            self._elements = _read_all(layout, menu)
         return self._elements
 
     @property
@@ -165,8 +168,10 @@ class Tree:
 
     def _menu_roles(self) -> tuple[list[str], frozenset[int]]:
         if self._roles is None:
-            if self.layout is None:  # built from elements
+            if self.layout is None or self._elements is not None:  # the elements say
                 self._roles = [e.role for e in self.elements]
+                if self.layout is not None:
+                    self._menu = self._unsettled = _menu_positions(self.layout)
             else:
                 self._roles, self._menu, self._unsettled = _roles(self.layout)
         return self._roles, self._menu
@@ -236,6 +241,13 @@ def _roles(layout: Layout) -> tuple[list[str], frozenset[int], frozenset[int]]:
     return cast("list[str]", found), menu, menu.union(unsettled)
 
 
+def _menu_positions(layout: Layout) -> frozenset[int]:
+    """The positions of the elements inside menu bars."""
+    if _MENU_WORD not in layout.words:
+        return _NONE
+    return _menus(layout, [None] * len(layout))[0]
+
+
 def _menus(layout: Layout, found: list[str | None]) -> tuple[frozenset[int], list[int]]:
     """Set the roles of the elements whose first word is ``menu`` and of the elements inside
     menu bars in ``found`` (those that start with a menu role word are left None, to be read as
@@ -271,13 +283,14 @@ def _read_all(layout: Layout, menu: frozenset[int]) -> tuple[Element, ...]:
     memo: dict[str, Parts] = {}
     lookup = memo.get
     depths = layout.depths()
-    indices = layout.indices
-    rest_of = layout.rest
-    raw_of = layout.raw
+    indices, indents, numbers = layout.indices, layout.indents, layout.numbers
+    words, tails = layout.words, layout.tails
     elements: list[Element] = []
     append = elements.append
     for at in range(len(indices)):
-        rest = rest_of(at)
+        word, tail = words[at], tails[at]
+        # Layout.rest and Layout.raw, inline: this loop runs once per element
+        rest = ((word[1:] if word[:1] == " " else word) + tail).rstrip("\n")
         if at in menu:
             role, source, label, states, attributes, actions = split_rest(rest, True)
         elif (parts := lookup(rest)) is None:  # its attributes dict goes to this element,
@@ -296,7 +309,7 @@ def _read_all(layout: Layout, menu: frozenset[int]) -> tuple[Element, ...]:
                 states=states,
                 attributes=attributes,
                 secondary_actions=actions,
-                raw=raw_of(at),
+                raw=(indents[at] + numbers[at] + word + tail).rstrip("\n"),
             )
         )
     return tuple(elements)

@@ -35,7 +35,12 @@ class Verify:
 
     def matches(self, tree: ax.Tree) -> bool:
         want = plain(self.label_equals)
-        return any(e.role == self.role and plain(e.label) == want for e in tree.elements)
+        roles = tree.roles()  # only the elements with the role are read
+        return any(
+            plain(tree.element_at(at).label) == want
+            for at, role in enumerate(roles)
+            if role == self.role
+        )
 
 
 @dataclass(frozen=True, slots=True)
