@@ -5,7 +5,7 @@ What this owns: :class:`Element`, :class:`Tree`, :func:`parse` (the text of one 
 keeps the :class:`.layout.Layout` of its text and reads an element's role, label, flags and
 attributes (:func:`.grammar.split_rest`) only when asked: all of them by :attr:`Tree.elements`,
 one by :meth:`Tree.element_at`, and the roles alone by :meth:`Tree.roles`, which is what ranking
-candidates needs first (:mod:`.select`). A tree can also be built from elements (tests, the
+candidates needs first (:mod:`.candidates`). A tree can also be built from elements (tests, the
 backends' conformance checks); it then answers the same questions from them.
 
 Menu bars: every element below a ``menu bar`` (until the next element indented no deeper than
@@ -13,8 +13,10 @@ it) is read with ``in_menu_bar`` (:mod:`.grammar`): Sky prints menu titles witho
 
 Speed: the roles of most elements are known from the first word alone (one dictionary look-up
 per element, in C, over :attr:`.layout.Layout.words`); only the others are read by
-:func:`.roles.role_of`. When all elements are read, each distinct text is parsed once per tree
-(equal texts share the reading, each element getting its own attributes dict).
+:func:`.roles.role_of` (:func:`.roles.word_role` says when the word settles it). When all
+elements are read, their reading gives the roles (only the menu bars are found first), and each
+distinct text is parsed once per tree (equal texts share the reading, each element getting its
+own attributes dict).
 """
 
 from __future__ import annotations
