@@ -49,7 +49,9 @@ export interface ToolResult {
 	details: ToolDetails;
 }
 
-const QUEUE_FULL_TRIES = 20; // with the daemon's waits of at most 5 s: a busy minute at most
+// How long a call keeps asking a full queue for room. Counted in time, not tries: four busy
+// neighbours can win many short waits in a row, and the stateId it carries lives 60 s.
+const QUEUE_FULL_BUDGET_MS = 45_000;
 
 export class ToolExecutor {
 	private readonly session: DeskhandSession;
@@ -92,13 +94,14 @@ export class ToolExecutor {
 			await session.turnSettled;
 			// A full action queue refuses before anything is spent or sent: wait the time the
 			// daemon names and ask again, rather than hammer it.
-			for (let attempt = 1; ; attempt++) {
+			const giveUpAt = Date.now() + QUEUE_FULL_BUDGET_MS;
+			for (;;) {
 				signal?.throwIfAborted();
 				try {
 					return await this.dispatch(client, spec, params, signal, onUpdate, ctx);
 				} catch (e) {
 					const wait = queueFullWait(e);
-					if (wait === undefined || attempt >= QUEUE_FULL_TRIES) throw e;
+					if (wait === undefined || Date.now() + wait > giveUpAt) throw e;
 					await sleep(wait, signal);
 				}
 			}
