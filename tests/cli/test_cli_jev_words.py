@@ -17,7 +17,7 @@ import sys
 from typing import Any
 
 import pytest
-from dhtest.clidesk import sim_desk
+from dhtest.clidaemon import sim_desk
 from dhtest.daemon import daemon_env
 from dhtest.jev_rig import BUTTON, KEY, JevDesk, pick
 from peers.fake_jev import BODY_MARKER

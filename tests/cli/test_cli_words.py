@@ -13,13 +13,21 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from dhtest.clidesk import Desk, no_foreign_words, sim_desk
+from dhtest.clidaemon import CliDaemon, sim_desk
 from terminal import Terminal
 
 from deskhand_d.backends.sim.apps.calculator import Calculator
 
 pytestmark = pytest.mark.slow
 W, H = Calculator.width, Calculator.height  # the simulated Calculator's screenshot, in pixels
+# Words a person at the CLI must never be told to use: the backend's tools and error names.
+FOREIGN = ("tool_search", "get_app_state", "invalidParameter", "Computer Use server error")
+
+
+def no_foreign_words(*texts: str) -> None:
+    for text in texts:
+        for word in FOREIGN:
+            assert word not in text, (word, text)
 
 
 # ----- coordinates ------------------------------------------------------------------------------
@@ -31,7 +39,7 @@ def test_a_point_off_the_window_is_refused_with_its_bounds_and_nothing_is_sent(
     """The issue's ``invalidParameter`` for off-screen coordinates: now refused before dispatch,
     from the screenshot's own size, and a point inside still clicks."""
     d = sim_desk()
-    sid = d.state()
+    sid = d.observe("Calculator")
     off = d.run("click", "--app", "Calculator", "--state", sid, "--x", "5000", "--y", "50")
     assert off.returncode == 1, off.stderr
     first, second = off.stderr.splitlines()[:2]
@@ -43,9 +51,9 @@ def test_a_point_off_the_window_is_refused_with_its_bounds_and_nothing_is_sent(
         "index"
     )
     assert second == "deskhandctl: refused: nothing was sent to the desktop"
-    assert "click" not in d.tools_called()
+    assert d.received("click") == 0
     # The drag's end is named, with the bounds in data for scripts.
-    sid = d.state()
+    sid = d.observe("Calculator")
     drag = d.json(
         "drag", "--app", "Calculator", "--state", sid, "--from", "10,10", "--to=-5,20", code=1
     )["error"]
@@ -54,19 +62,19 @@ def test_a_point_off_the_window_is_refused_with_its_bounds_and_nothing_is_sent(
     data = drag["data"]
     assert (data["x"], data["y"], data["width"], data["height"]) == (-5, 20, W, H)
     assert data["delivery"] == "refused"
-    assert d.tools_called().count("drag") == 0
+    assert d.received("drag") == 0
     # A point inside (the bottom-right pixel) goes through.
-    sid = d.state()
+    sid = d.observe("Calculator")
     inside = d.run("click", "--app", "Calculator", "--state", sid, f"--x={W - 1}", f"--y={H - 1}")
     assert inside.returncode == 0, inside.stderr
-    assert d.tools_called().count("click") == 1
+    assert d.received("click") == 1
 
 
 def test_the_backends_invalid_parameter_for_a_point_gets_the_same_code(sim_desk: Any) -> None:
     """When the backend itself refuses a point (a window partly off the screen, say), the
     reply has the code, the screenshot's size and the next step; never the backend's jargon."""
     d = sim_desk({"preapproved": ["*"], "inject": [{"tool": "click", "error": "invalidParameter"}]})
-    sid = d.state()
+    sid = d.observe("Calculator")
     done = d.run("click", "--app", "Calculator", "--state", sid, "--x", "20", "--y", "300")
     assert done.returncode == 1
     assert done.stderr.startswith(
@@ -78,7 +86,9 @@ def test_the_backends_invalid_parameter_for_a_point_gets_the_same_code(sim_desk:
     assert "deskhandctl: dispatched: the backend received the action and answered" in done.stderr
     no_foreign_words(done.stdout, done.stderr)
     # The same text for a click by index is not about a point.
-    by_index = d.json("click", "--app", "Calculator", "--state", d.state(), "--index", "17", code=1)
+    by_index = d.json(
+        "click", "--app", "Calculator", "--state", d.observe("Calculator"), "--index", "17", code=1
+    )
     assert by_index["error"]["code"] == "invalid_argument"
     assert by_index["error"]["message"].startswith("the backend refused an argument of the click")
 
@@ -101,7 +111,7 @@ def test_backend_refusals_of_arguments_get_codes(
     """The simulator answers these as Sky does (``invalidParameter``, "not settable", "not a
     valid secondary action"); the person reads which argument was wrong, and what to do."""
     d = sim_desk()
-    sid = d.state()
+    sid = d.observe("Calculator")
     verb, *rest = argv
     done = d.run(verb, "--app", "Calculator", "--state", sid, *rest)
     assert done.returncode == 1, done.stdout
@@ -115,14 +125,14 @@ def test_no_backend_tool_names_reach_the_person(sim_desk: Any) -> None:
     ("Call `get_app_state`"), come out in our words, naming deskhandctl's own command (with the
     session option when the session is not the default one)."""
     d = sim_desk({"preapproved": ["*"], "relaunch": [{"tool": "press_key"}]})
-    sid = d.state("Calculator", "--session", "work")
+    sid = d.observe("Calculator", session="work")
     done = d.run("--session", "work", "press", "--app", "Calculator", "--state", sid, "1")
     assert done.returncode == 1
     assert done.stderr.startswith("deskhandctl: state_invalidated: the backend no longer has")
     assert "`deskhandctl --session work observe Calculator`" in done.stderr
     no_foreign_words(done.stdout, done.stderr)
     receipts = sim_desk({"preapproved": ["*"], "receipts": True})
-    sid = receipts.state()
+    sid = receipts.observe("Calculator")
     pressed = receipts.run("press", "--app", "Calculator", "--state", sid, "1")
     assert pressed.returncode == 0, pressed.stderr
     assert (
@@ -135,7 +145,7 @@ def test_no_backend_tool_names_reach_the_person(sim_desk: Any) -> None:
 # ----- consent ----------------------------------------------------------------------------------
 
 
-def answer_consent(d: Desk, typed: bytes) -> tuple[int, str]:
+def answer_consent(d: CliDaemon, typed: bytes) -> tuple[int, str]:
     """``observe Calculator`` at a terminal; the consent question answered with ``typed``."""
     terminal = Terminal(*d.argv("observe", "Calculator"), env=d.env)
     try:

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dhtest.clidaemon import cli_daemons, fill, mount_tmpfs, unmount
+from dhtest.clidaemon import cli_daemons
 from dhtest.daemon import short_tmpdir
 from dhtest.desk import SIM_APPS, save_grants
+from dhtest.fulldisk import fill, mount_tmpfs, unmount
 
 pytestmark = pytest.mark.slow
 ENV = {"DESKHAND_ALLOWED_APPS": "Calculator,TextEdit"}

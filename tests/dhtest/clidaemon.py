@@ -1,15 +1,17 @@
 """A real daemon on the simulated desktop driven through the real ``deskhandctl``, for tests.
 
-:class:`CliDaemon` runs CLI commands as subprocesses against one daemon (never autostarting
-another), reads its simulator's traffic record and its audit log; :func:`cli_daemons` is the
-factory behind the tests' fixtures and ends every daemon it started. :func:`mount_tmpfs` and
-:func:`fill` make a small file system and fill it to the last byte, for full-disk cases.
+What this owns: starting daemons on the simulator (each with its traffic record, the saved grants
+and the environment a test adds), running ``deskhandctl`` as a subprocess against exactly that
+daemon (never autostarting another), and reading back what the simulator received and what the
+daemon audited. :func:`cli_daemons` is the factory and ends every daemon it started;
+:func:`sim_desk` is the fixture for tests of what a person reads from the CLI (every app
+preapproved unless the scenario says otherwise, no Jev key unless the test gives one).
+Full-disk set-ups live in :mod:`dhtest.fulldisk`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -35,14 +37,19 @@ class CliDaemon:
 
     @property
     def env(self) -> dict[str, str]:
-        return {**daemon_env(self.root), "DESKHAND_NO_AUTOSTART": "1"}  # only this daemon
+        """The CLI's environment: the daemon's directories, and no autostart (only this one)."""
+        return {**daemon_env(self.root), "DESKHAND_NO_AUTOSTART": "1"}
 
     def argv(self, *argv: str) -> list[str]:
-        return [sys.executable, "-m", "deskhandctl", "--socket", str(self.daemon.socket), *argv]
+        """``deskhandctl``'s arguments for ``argv`` against this daemon (without the program)."""
+        return ["--socket", str(self.daemon.socket), *argv]
+
+    def _command(self, *argv: str) -> list[str]:
+        return [sys.executable, "-m", "deskhandctl", *self.argv(*argv)]
 
     def run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            self.argv(*argv),
+            self._command(*argv),
             env=self.env,
             capture_output=True,
             text=True,
@@ -52,7 +59,7 @@ class CliDaemon:
 
     def start(self, *argv: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            self.argv(*argv),
+            self._command(*argv),
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -67,6 +74,7 @@ class CliDaemon:
         return value
 
     def observe(self, app: str = "TextEdit", session: str = "") -> str:
+        """``observe app`` (in ``session`` when given); the new state id."""
         head = ("--session", session) if session else ()
         state: str = self.json(*head, "observe", app)["state_id"]
         return state
@@ -83,7 +91,7 @@ class CliDaemon:
             try:
                 event = json.loads(line)
             except ValueError:
-                continue  # a process killed mid-line
+                continue  # a blank line, or a process killed mid-line
             n += event.get("event") == "call_start" and event.get("tool") == tool
         return n
 
@@ -133,30 +141,22 @@ def cli_daemons() -> Iterator[Callable[..., CliDaemon]]:
             shutil.rmtree(d.root, ignore_errors=True)
 
 
-def mount_tmpfs(path: Path, size: str) -> None:
-    """A tmpfs of ``size`` at ``path`` (created 0700); skips without root, fails under CI."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        if os.environ.get("CI"):
-            pytest.fail("a tmpfs needs root and mount(8); CI runs as root")
-        pytest.skip("needs root to mount a small tmpfs for the full-disk case")
-    path.mkdir(parents=True, mode=0o700, exist_ok=True)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)], check=True
-    )
+@pytest.fixture
+def sim_desk() -> Iterator[Callable[..., CliDaemon]]:
+    """``sim_desk(scenario, grants=SIM_APPS, **env)``: :func:`cli_daemons`'s ``make`` with every
+    app preapproved when no scenario is given, and no Jev key unless ``env`` has one."""
+    with cli_daemons() as make:
 
+        def desk(
+            scenario: dict[str, Any] | None = None,
+            *,
+            grants: tuple[str, ...] = SIM_APPS,
+            **env: str,
+        ) -> CliDaemon:
+            return make(
+                scenario or {"preapproved": ["*"]},
+                grants=grants,
+                **{"TYPESAFE_API_KEY": "", **env},
+            )
 
-def unmount(path: Path) -> None:
-    subprocess.run(["umount", "-l", str(path)], check=False)
-
-
-def fill(directory: Path) -> Path:
-    """Fill the file system of ``directory`` to the last byte; return the filler file."""
-    filler = directory / "filler"
-    with open(filler, "wb", buffering=0) as f:
-        for size in (65536, 4096, 1):  # down to the last byte
-            try:
-                while f.write(b"\0" * size):
-                    pass
-            except OSError:
-                pass
-    return filler
+        yield desk

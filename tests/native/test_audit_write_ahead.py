@@ -20,8 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from dhtest.clidaemon import CliDaemon, cli_daemons, fill, mount_tmpfs, unmount
+from dhtest.clidaemon import CliDaemon, cli_daemons
 from dhtest.daemon import short_tmpdir
+from dhtest.fulldisk import fill, mount_tmpfs, unmount
 
 pytestmark = pytest.mark.slow
 
