@@ -16,7 +16,8 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import MutableMapping
+from collections.abc import AsyncIterator, Callable, MutableMapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import structlog
@@ -37,10 +38,9 @@ from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.service import NativeService
 from deskhand_d.native.sessions import SessionManager
-from deskhand_d.rpc import diagnostics, jev_ops, native_ops
-from deskhand_d.rpc.handlers import HANDLERS, Handler
-from deskhand_d.rpc.hub import Hub
-from deskhand_d.rpc.questions import Questions
+from deskhand_d.ops.hub import Hub
+from deskhand_d.ops.questions import Questions
+from deskhand_d.ops.services import Services
 from deskhand_d.rpc.server import RpcServer
 
 log = structlog.get_logger("deskhand.daemon")
@@ -71,24 +71,26 @@ def obtain_listener(
     return bound.sock, bound
 
 
-async def _watch_signals(hub: Hub, *, task_status: trio.TaskStatus[None]) -> None:
+async def _watch_signals(
+    hub: Hub, native: Callable[[], NativeService | None], *, task_status: trio.TaskStatus[None]
+) -> None:
     stop_signal = pidfile.EMERGENCY_STOP_SIGNAL
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, stop_signal) as signals:
         async with trio.open_nursery() as stops:
             task_status.started()
             async for signum in signals:
                 if signum == stop_signal:
-                    stops.start_soon(_emergency_stop_by_signal, hub)
+                    stops.start_soon(_emergency_stop_by_signal, native())
                 else:
                     hub.request_shutdown(signal.Signals(signum).name)
 
 
-async def _emergency_stop_by_signal(hub: Hub) -> None:
+async def _emergency_stop_by_signal(native: NativeService | None) -> None:
     name = pidfile.EMERGENCY_STOP_SIGNAL.name
-    if hub.native is None:  # only before start-up finished; the pid file is not written yet
+    if native is None:  # only before start-up finished; the pid file is not written yet
         log.warning("native.emergency_stop_too_early", signal=name)
         return
-    await hub.native.emergency_stop(f"signal {name}")
+    await native.emergency_stop(f"signal {name}")
 
 
 def _raise_open_files_limit() -> None:
@@ -100,26 +102,71 @@ def _raise_open_files_limit() -> None:
         log.info("rlimit.nofile", soft_was=change.before, soft=change.after, hard=hard)
 
 
-async def _start_native(
-    nursery: trio.Nursery,
-    hub: Hub,
+@asynccontextmanager
+async def open_services(
+    cfg: Config,
+    env: MutableMapping[str, str],
+    *,
+    socket_path: Path,
+    hub: Hub | None = None,
+    managed_by: str = "",
+) -> AsyncIterator[Services]:
+    """Every service the ops use, built and running (the backend connection, sessions and
+    their expiry, the action queue's worker, questions, the audit log, consent, Jev access);
+    all of it stopped on exit. The backend process itself starts on first use."""
+    secret_names = cfg.secrets.redact_env  # names: childenv drops them, their values, and more
+
+    def launch() -> LaunchSpec:
+        return launchers.resolve(cfg.backend, env, secret_names)
+
+    jev = JevAccess(env)
+    if jev.problem:
+        log.warning("jev.key_unavailable", problem=jev.problem)
+    try:
+        async with (
+            open_backend(
+                launch,
+                call_timeout_s=cfg.backend.call_timeout_s,
+                start_timeout_s=cfg.backend.start_timeout_s,
+            ) as backend,
+            trio.open_nursery() as nursery,
+        ):
+            sessions = SessionManager(
+                default_mode=cfg.native.default_mode,
+                jev_key_present=jev.key_present,
+                grace_s=cfg.native.session_grace_s,
+                budget=TurnBudget(seconds=cfg.jev.turn_budget_s, actions=cfg.jev.turn_actions),
+            )
+            queue = ActionQueue(cfg.native.queue_depth)
+            await nursery.start(queue.serve)
+            native = _native_service(cfg, env, backend, queue, sessions)
+            nursery.start_soon(_expire_sessions, sessions, native)
+            yield Services(
+                config=cfg,
+                env=env,
+                socket_path=socket_path,
+                hub=hub or Hub(),
+                backend=backend,
+                sessions=sessions,
+                native=native,
+                questions=Questions(),
+                jev=jev,
+                managed_by=managed_by,
+            )
+            nursery.cancel_scope.cancel()
+    finally:
+        with trio.CancelScope(shield=True):
+            await jev.aclose()
+
+
+def _native_service(
     cfg: Config,
     env: MutableMapping[str, str],
     backend: BackendConnection,
-) -> None:
-    """Sessions, the action queue (its worker started here), questions and the audit log."""
-    hub.jev = JevAccess(env)
-    if hub.jev.problem:
-        log.warning("jev.key_unavailable", problem=hub.jev.problem)
-    hub.sessions = SessionManager(
-        default_mode=cfg.native.default_mode,
-        jev_key_present=hub.jev.key_present,
-        grace_s=cfg.native.session_grace_s,
-        budget=TurnBudget(seconds=cfg.jev.turn_budget_s, actions=cfg.jev.turn_actions),
-    )
-    queue = ActionQueue(cfg.native.queue_depth)
-    await nursery.start(queue.serve)
-    hub.questions = Questions()
+    queue: ActionQueue,
+    sessions: SessionManager,
+) -> NativeService:
+    """The native service with its audit log (or the reason it has none) and consent gate."""
     audit_problem = ""
     unfinished: list[AuditEntry] = []
     try:
@@ -144,40 +191,27 @@ async def _start_native(
         # A grant given while no backend runs belongs to the process the next call starts.
         generation=lambda: backend.processes_started + (backend.running_pid is None),
     )
-    hub.native = NativeService(
+    native = NativeService(
         config=cfg,
         env=env,
         backend=backend,
         queue=queue,
-        sessions=hub.sessions,
+        sessions=sessions,
         audit=audit,
         consent=gate,
         audit_problem=audit_problem,
     )
-    hub.native.unfinished_at_start = len(unfinished)
-    nursery.start_soon(_expire_sessions, hub)
+    native.unfinished_at_start = len(unfinished)
+    return native
 
 
-async def _expire_sessions(hub: Hub) -> None:
+async def _expire_sessions(sessions: SessionManager, native: NativeService) -> None:
     """End sessions whose client has been gone past the grace period; cancel their work."""
     while True:
         await trio.sleep(1)
-        if hub.sessions is None or hub.native is None:
-            continue
-        for session in hub.sessions.expire(trio.current_time()):
-            hub.native.queue.cancel_session(session.session_id)
+        for session in sessions.expire(trio.current_time()):
+            native.queue.cancel_session(session.session_id)
             log.info("session.expired", session=session.name or session.session_id[:8])
-
-
-HANDLER_GROUPS = (HANDLERS, diagnostics.HANDLERS, native_ops.HANDLERS, jev_ops.HANDLERS)
-
-
-def handler_table() -> dict[type, Handler]:
-    """Every op's handler, from the groups that own them (each op in exactly one group)."""
-    table: dict[type, Handler] = {}
-    for group in HANDLER_GROUPS:
-        table.update(group)
-    return table
 
 
 async def serve_daemon(
@@ -192,47 +226,39 @@ async def serve_daemon(
     _raise_open_files_limit()
     sock, bound = obtain_listener(cfg, env)
     pid_path = ""
-    hub = Hub(config=cfg, socket_path=bound.path, env=env)
+    hub = Hub()
+    services: Services | None = None
+    managed_by = ""
     if bound.identity is None:  # inherited: a service manager restarts us, not deskhandctl
-        hub.managed_by = "launchd" if sys.platform == "darwin" else "systemd"
-    server = RpcServer(hub, handler_table())
-    secret_names = cfg.secrets.redact_env  # names: childenv drops them, their values, and more
-
-    def launch() -> LaunchSpec:
-        return launchers.resolve(cfg.backend, env, secret_names)
-
+        managed_by = "launchd" if sys.platform == "darwin" else "systemd"
     try:
-        async with (
-            open_backend(
-                launch,
-                call_timeout_s=cfg.backend.call_timeout_s,
-                start_timeout_s=cfg.backend.start_timeout_s,
-            ) as backend,
-            trio.open_nursery() as nursery,
-        ):
-            hub.backend = backend
+        async with trio.open_nursery() as nursery:
             if handle_signals:  # first: the socket already accepts into its backlog
-                await nursery.start(_watch_signals, hub)
-            await _start_native(nursery, hub, cfg, env, backend)
-            if handle_signals:  # SIGUSR1 now finds the native service: clients may send it
-                try:
-                    pid_path = pidfile.write(bound.path)
-                except (OSError, ValueError) as exc:
-                    log.warning("pidfile.unavailable", error=str(exc))
-            await nursery.start(server.serve, sock)
-            notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
-            log.info("daemon.ready", socket=str(bound.path), pid=os.getpid(), version=__version__)
-            task_status.started(bound.path)
-            await hub.shutdown_requested.wait()
-            notifier.notify("STOPPING=1")
-            log.info("daemon.stopping", reason=hub.shutdown_reason)
-            with trio.move_on_after(cfg.daemon.shutdown_grace_s):
-                await server.close_all("the daemon is stopping")
-            nursery.cancel_scope.cancel()
+                await nursery.start(
+                    _watch_signals, hub, lambda: services.native if services else None
+                )
+            async with open_services(
+                cfg, env, socket_path=bound.path, hub=hub, managed_by=managed_by
+            ) as services:
+                if handle_signals:  # SIGUSR1 now finds the native service: clients may send it
+                    try:
+                        pid_path = pidfile.write(bound.path)
+                    except (OSError, ValueError) as exc:
+                        log.warning("pidfile.unavailable", error=str(exc))
+                server = RpcServer(services)
+                await nursery.start(server.serve, sock)
+                notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
+                log.info(
+                    "daemon.ready", socket=str(bound.path), pid=os.getpid(), version=__version__
+                )
+                task_status.started(bound.path)
+                await hub.shutdown_requested.wait()
+                notifier.notify("STOPPING=1")
+                log.info("daemon.stopping", reason=hub.shutdown_reason)
+                with trio.move_on_after(cfg.daemon.shutdown_grace_s):
+                    await server.close_all("the daemon is stopping")
+                nursery.cancel_scope.cancel()
     finally:
-        if hub.jev is not None:
-            with trio.CancelScope(shield=True):
-                await hub.jev.aclose()
         if pid_path:
             pidfile.remove(pid_path)
         unixsock.release(bound)

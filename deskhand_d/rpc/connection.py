@@ -10,13 +10,16 @@ rather than queued, so a client waiting on a slow op can still send ``cancel``/`
 Replies are serialised by trio-websocket's send lock. Nothing raised by a request escapes the
 connection: a ``DeskhandError`` becomes its code, anything else becomes ``internal`` with the
 traceback in the log only.
+
+Each request runs its op with a :class:`_Request`, this module's implementation of
+:class:`~deskhand_d.ops.context.RequestContext`: the op reads the session and client through
+it and never touches the WebSocket.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 import trio
@@ -31,6 +34,9 @@ from deskhand_d.errors import (
     ShuttingDown,
     TooManyRequests,
 )
+from deskhand_d.native.sessions import Session
+from deskhand_d.ops.context import Handler
+from deskhand_d.ops.services import Services
 from deskhand_d.protocol import (
     ClientInfo,
     Codec,
@@ -49,12 +55,7 @@ from deskhand_d.protocol import (
     Stop,
     Unlock,
 )
-from deskhand_d.rpc.handlers import Handler
-from deskhand_d.rpc.hub import Hub
 from deskhand_d.unixsock import PeerCred
-
-if TYPE_CHECKING:
-    from deskhand_d.native.sessions import Session
 
 log = structlog.get_logger("deskhand.rpc")
 
@@ -74,23 +75,22 @@ class Connection:
     def __init__(
         self,
         *,
-        hub: Hub,
+        services: Services,
         ws: WebSocketConnection,
         codec: Codec,
         peer: PeerCred,
         handlers: dict[type[Request], Handler],
     ) -> None:
-        self.hub = hub
-        self.hub_pid = os.getpid()
+        self.services = services
+        self.hub = services.hub
         self.ws = ws
         self.codec = codec
         self.peer = peer
         self.handlers = handlers
-        self.conn_id = hub.next_connection_id()
+        self.conn_id = self.hub.next_connection_id()
         self.connected_at = trio.current_time()
         self.client: ClientInfo | None = None
         self.can_answer_questions = False
-        self.session_id = ""
         self.session: Session | None = None
         self.request_scopes: dict[int, trio.CancelScope] = {}
         # What a request's cancellation should be reported as, if its handler knows better
@@ -102,7 +102,7 @@ class Connection:
         self.close_after_reply: tuple[int, str] | None = None
         self.last_message_at = self.connected_at  # for the idle limit (rpc/server.py)
         self._outstanding: set[int] = set()
-        self._limit = hub.config.daemon.max_outstanding_requests
+        self._limit = services.config.daemon.max_outstanding_requests
         self._read_scope = trio.CancelScope()
         self._close_request: tuple[int, str] | None = None
         self._idle = trio.Event()  # set whenever the last outstanding request has replied
@@ -113,7 +113,7 @@ class Connection:
         except ConnectionClosed:
             pass  # the client went away; its replies have nowhere to go
 
-    async def send_event(self, event: EventBody) -> None:
+    async def emit(self, event: EventBody) -> None:
         await self.send(Event(event=event))
 
     async def _reply_error(self, rid: int | None, exc: DeskhandError) -> None:
@@ -230,8 +230,8 @@ class Connection:
             raise HelloRequired("send hello first; it must be the first request on a connection")
         if self.hub.shutdown_requested.is_set():
             raise ShuttingDown("the daemon is stopping and takes no new requests")
-        native = self.hub.native
-        if native is not None and native.locked_by and type(request) not in LOCK_EXEMPT:
+        native = self.services.native
+        if native.locked_by and type(request) not in LOCK_EXEMPT:
             native.check_unlocked()
         handler = self.handlers.get(type(request))
         if handler is None:
@@ -239,4 +239,68 @@ class Connection:
                 f"this daemon does not serve {op_name(request)}; "
                 "check `deskhandctl status` for its version"
             )
-        return await handler(self, request)
+        return await handler(_Request(self, request.id), request)
+
+
+class _Request:
+    """One request's :class:`~deskhand_d.ops.context.RequestContext`, on its connection."""
+
+    __slots__ = ("_conn", "request_id", "services")
+
+    def __init__(self, conn: Connection, request_id: int) -> None:
+        self._conn = conn
+        self.services = conn.services
+        self.request_id = request_id
+
+    @property
+    def conn_id(self) -> int:
+        return self._conn.conn_id
+
+    @property
+    def peer(self) -> PeerCred:
+        return self._conn.peer
+
+    @property
+    def client(self) -> ClientInfo | None:
+        return self._conn.client
+
+    @property
+    def can_answer_questions(self) -> bool:
+        return self._conn.can_answer_questions
+
+    @property
+    def session(self) -> Session | None:
+        return self._conn.session
+
+    @session.setter
+    def session(self, value: Session | None) -> None:
+        self._conn.session = value
+
+    def greet(self, client: ClientInfo, *, can_answer_questions: bool, session: Session) -> None:
+        conn = self._conn
+        conn.client, conn.can_answer_questions, conn.session = (
+            client,
+            can_answer_questions,
+            session,
+        )
+
+    async def emit(self, event: EventBody) -> None:
+        await self._conn.emit(event)
+
+    def on_cancel(self, report: Callable[[], DeskhandError]) -> None:
+        self._conn.cancel_reports[self.request_id] = report
+
+    def cancel(self, request_id: int) -> bool:
+        scope = self._conn.request_scopes.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def after_reply(
+        self, *, stop_daemon: bool = False, close: tuple[int, str] | None = None
+    ) -> None:
+        if stop_daemon:
+            self._conn.stop_after_reply = True
+        if close is not None:
+            self._conn.close_after_reply = close

@@ -34,6 +34,9 @@ import trio
 from trio_websocket import ConnectionClosed, WebSocketRequest
 
 from deskhand_d.errors import TooManyClients
+from deskhand_d.ops.context import Handler, RequestContext
+from deskhand_d.ops.services import Services
+from deskhand_d.ops.table import handler_table
 from deskhand_d.protocol import (
     SUBPROTOCOLS,
     WS_PATH,
@@ -45,8 +48,6 @@ from deskhand_d.protocol import (
     pick_subprotocol,
 )
 from deskhand_d.rpc.connection import Connection
-from deskhand_d.rpc.handlers import HANDLERS, Handler
-from deskhand_d.rpc.hub import Hub
 from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred, peer_credentials
 
@@ -104,9 +105,11 @@ class AcceptTrouble:
 
 
 class RpcServer:
-    def __init__(self, hub: Hub, handlers: dict[type, Handler] | None = None) -> None:
-        self.hub = hub
-        self.handlers = dict(HANDLERS if handlers is None else handlers)
+    def __init__(self, services: Services, handlers: dict[type, Handler] | None = None) -> None:
+        self.services = services
+        self.hub = services.hub
+        self.config = services.config
+        self.handlers = handler_table() if handlers is None else dict(handlers)
         self._my_uid = os.getuid()
         self._ordinary = 0  # admitted past the handshake, counted before the upgrade's await
         self._spare = 0
@@ -186,7 +189,7 @@ class RpcServer:
                 await stream.aclose()
 
     async def _serve_websocket(self, stream: trio.SocketStream, peer: PeerCred) -> None:
-        cfg = self.hub.config.daemon
+        cfg = self.config.daemon
         async with trio.open_nursery() as nursery:
             with trio.move_on_after(HANDSHAKE_TIMEOUT_S) as handshake:
                 request = await wrap_server_stream(
@@ -241,7 +244,7 @@ class RpcServer:
     ) -> None:
         ws = await request.accept(subprotocol=chosen)
         conn = Connection(
-            hub=self.hub,
+            services=self.services,
             ws=ws,
             codec=Codec(chosen),
             peer=peer,
@@ -255,7 +258,7 @@ class RpcServer:
             nursery.start_soon(self._watch_spare if spare else self._watch, conn)
             await conn.run()
         finally:
-            self.hub.unregister(conn)
+            self.services.depart(conn)
             log.info("client.disconnected", conn=conn.conn_id, pid=peer.pid)
             with trio.CancelScope(shield=True), trio.move_on_after(1):
                 try:
@@ -266,10 +269,10 @@ class RpcServer:
 
     async def _watch(self, conn: Connection) -> None:
         """Close ``conn`` once it holds its slot without using it (see the module docstring)."""
-        cfg = self.hub.config.daemon
+        cfg = self.config.daemon
         while True:
             now = trio.current_time()
-            has_session = conn.session is not None or self.hub.sessions is None
+            has_session = conn.session is not None
             if conn.client is None:
                 deadline = conn.connected_at + cfg.hello_timeout_s
                 if now >= deadline:
@@ -309,20 +312,20 @@ class RpcServer:
             f"{SPARE_WINDOW_S:g} s",
         )
 
-    async def _stop_on_spare(self, conn: Connection, req: Request) -> ResultBody:
-        conn.close_after_reply = (CLOSE_NORMAL, "emergency stop done; the spare slot is free again")
-        return await self.handlers[Stop](conn, req)
+    async def _stop_on_spare(self, ctx: RequestContext, req: Request) -> ResultBody:
+        ctx.after_reply(close=(CLOSE_NORMAL, "emergency stop done; the spare slot is free again"))
+        return await self.handlers[Stop](ctx, req)
 
-    async def _refuse_on_spare(self, conn: Connection, req: Request) -> ResultBody:
-        conn.close_after_reply = (CLOSE_TRY_AGAIN_LATER, "too many connections")
+    async def _refuse_on_spare(self, ctx: RequestContext, req: Request) -> ResultBody:
+        ctx.after_reply(close=(CLOSE_TRY_AGAIN_LATER, "too many connections"))
         raise TooManyClients(
-            f"too many connections: all {self.hub.config.daemon.max_clients} client slots are "
+            f"too many connections: all {self.config.daemon.max_clients} client slots are "
             "taken, and this one is the spare kept for the emergency stop (`stop` only). Close "
             "clients you no longer need, or try again shortly"
         )
 
     def _busy_text(self) -> str:
-        cfg = self.hub.config.daemon
+        cfg = self.config.daemon
         return (
             f"too many connections: all {cfg.max_clients} client slots and the spare kept for "
             "the emergency stop are taken. Close clients you no longer need, or try again "

@@ -10,13 +10,13 @@ import msgspec
 import pytest
 import trio
 import trio_websocket
-from dhtest.daemon import DaemonProc, running_daemon, short_tmpdir
+from dhtest.daemon import DaemonProc, daemon_env, running_daemon, short_tmpdir
 from dhtest.wsclient import Closed, Rejected, SyncClient
 
 from deskhand_d import config, unixsock
+from deskhand_d.app import open_services
+from deskhand_d.ops.table import handler_table
 from deskhand_d.protocol import Ping, Pong
-from deskhand_d.rpc.handlers import HANDLERS
-from deskhand_d.rpc.hub import Hub
 from deskhand_d.rpc.server import RpcServer
 
 
@@ -129,7 +129,7 @@ def test_foreign_handshake_garbage_does_not_hurt(daemon: DaemonProc) -> None:
 async def test_outstanding_requests_are_bounded() -> None:
     """Past max_outstanding_requests a request gets too_many_requests; duplicates are refused."""
     root = short_tmpdir()
-    env = {"XDG_RUNTIME_DIR": str(root), "DESKHAND_MAX_OUTSTANDING_REQUESTS": "2"}
+    env = daemon_env(root, {"DESKHAND_MAX_OUTSTANDING_REQUESTS": "2"})
     cfg = config.parse("", source="test", env=env)
     release = trio.Event()
 
@@ -138,9 +138,11 @@ async def test_outstanding_requests_are_bounded() -> None:
         return Pong(data=req.data)
 
     bound = unixsock.bind_private(cfg.socket_path(env))
-    hub = Hub(config=cfg, socket_path=bound.path)
-    server = RpcServer(hub, {**HANDLERS, Ping: slow_ping})
-    async with trio.open_nursery() as nursery:
+    async with (
+        open_services(cfg, env, socket_path=bound.path) as services,
+        trio.open_nursery() as nursery,
+    ):
+        server = RpcServer(services, {**handler_table(), Ping: slow_ping})
         await nursery.start(server.serve, bound.sock)
         stream = await trio.open_unix_socket(str(bound.path))
         ws = await trio_websocket.wrap_client_stream(
@@ -169,7 +171,7 @@ async def test_outstanding_requests_are_bounded() -> None:
 async def test_handler_crash_is_internal_and_connection_survives() -> None:
     """A bug in a handler becomes an `internal` error reply without details; the client goes on."""
     root = short_tmpdir()
-    env = {"XDG_RUNTIME_DIR": str(root)}
+    env = daemon_env(root)
     cfg = config.parse("", source="test", env=env)
 
     async def broken(conn: object, req: Ping) -> Pong:
@@ -178,8 +180,11 @@ async def test_handler_crash_is_internal_and_connection_survives() -> None:
         return Pong(data=req.data)
 
     bound = unixsock.bind_private(cfg.socket_path(env))
-    server = RpcServer(Hub(config=cfg, socket_path=bound.path), {**HANDLERS, Ping: broken})
-    async with trio.open_nursery() as nursery:
+    async with (
+        open_services(cfg, env, socket_path=bound.path) as services,
+        trio.open_nursery() as nursery,
+    ):
+        server = RpcServer(services, {**handler_table(), Ping: broken})
         await nursery.start(server.serve, bound.sock)
         stream = await trio.open_unix_socket(str(bound.path))
         ws = await trio_websocket.wrap_client_stream(

@@ -11,7 +11,7 @@ action was.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import trio
@@ -28,12 +28,8 @@ from deskhand_d.native import allowlist
 from deskhand_d.native.handoff import instruction, new_handoff
 from deskhand_d.native.service import Caller
 from deskhand_d.native.sessions import Session
+from deskhand_d.ops.context import Handler, RequestContext, ask, caller, session_of, words
 from deskhand_d.protocol import HandoffInfo, Progress, ResultBody, Run, RunResult
-from deskhand_d.rpc.handlers import Handler
-from deskhand_d.rpc.native_ops import _caller, _native, _session, words
-
-if TYPE_CHECKING:
-    from deskhand_d.rpc.connection import Connection
 
 
 def _task(req: Run) -> Task:
@@ -50,16 +46,16 @@ def _task(req: Run) -> Task:
     )
 
 
-def _not_jev(conn: Connection, session: Session) -> E.JevModeRequired:
+def _not_jev(ctx: RequestContext, session: Session) -> E.JevModeRequired:
     """``run`` in native mode: why the session is in native mode, and what to do."""
-    w = words(conn)
+    w = words(ctx)
     meanwhile = f"Meanwhile, act natively with {w.act()}"
     if session.mode_reason == "missing_jev_key":
-        problem = conn.hub.jev.problem if conn.hub.jev is not None else ""
+        problem = ctx.services.jev.problem
         why = (
             "this session is in native mode because jev mode needs a Jev key, so nothing was "
-            f"sent to Jev: {missing_key_help(problem, w.set_mode('jev'), conn.hub.managed_by)}. "
-            f"{meanwhile}"
+            "sent to Jev: "
+            f"{missing_key_help(problem, w.set_mode('jev'), ctx.services.managed_by)}. {meanwhile}"
         )
     else:
         since = (
@@ -74,17 +70,14 @@ def _not_jev(conn: Connection, session: Session) -> E.JevModeRequired:
     return E.JevModeRequired(why, data={"mode": session.mode, "reason": session.mode_reason})
 
 
-async def run(conn: Connection, req: Run) -> ResultBody:
-    native = _native(conn)
-    session = _session(conn)
+async def run(ctx: RequestContext, req: Run) -> ResultBody:
+    native = ctx.services.native
+    session = session_of(ctx)
     if session.mode != "jev":
-        raise _not_jev(conn, session)
+        raise _not_jev(ctx, session)
     if session.running_task:
         raise E.ModeBusy("this session is already running a task; wait for it or cancel it")
-    access = conn.hub.jev
-    if access is None:
-        raise E.MissingJevKey("jev mode is not available in this daemon")
-    decider = access.client()  # MissingJevKey before anything touches the desktop
+    decider = ctx.services.jev.client()  # MissingJevKey before anything touches the desktop
     native.check_unlocked()
     native.check_app(req.app)
     now = trio.current_time()
@@ -99,23 +92,23 @@ async def run(conn: Connection, req: Run) -> ResultBody:
             "this turn's Jev runs have used their action attempts; hand the task back to the "
             "person or continue in a new turn"
         )
-    caller = _caller(conn, req.id)
-    trace = await _open_trace(conn, req, caller)
+    who = caller(ctx)
+    trace = await _open_trace(ctx, req, who)
     if trace is None:  # the person declined the full trace: no file, no read, no Jev call
         return RunResult(
             status="stop", reason="consent_declined", steps=0, verified=False, elapsed_ms=0
         )
     session.budget.start(now)
     session.retire("a Jev run started")
-    caller = replace(caller, run_id=trace.run_id)
+    who = replace(who, run_id=trace.run_id)
     names = native.allowed_apps()
 
     async def emit(**fields: Any) -> None:
-        await conn.send_event(Progress(request_id=req.id, **fields))
+        await ctx.emit(Progress(request_id=req.id, **fields))
 
     loop = TaskLoop(
         _task(req),
-        desk=ServiceDesk(native, caller, req.app),
+        desk=ServiceDesk(native, who, req.app),
         decider=decider,
         budget=session.budget,
         allowed=lambda app: allowlist.is_allowed(app, names),
@@ -137,34 +130,31 @@ async def run(conn: Connection, req: Run) -> ResultBody:
             delivery="refused",
         )
 
-    conn.cancel_reports[req.id] = on_cancel
+    ctx.on_cancel(on_cancel)
     session.running_task = True
     started = trio.current_time()
     try:
         ending = await loop.run()
     finally:
         session.running_task = False
-    return _result(conn, req, ending, started, trace)
+    return _result(ctx, req, ending, started, trace)
 
 
-async def _open_trace(conn: Connection, req: Run, caller: Caller) -> Recorder | None:
+async def _open_trace(ctx: RequestContext, req: Run, who: Caller) -> Recorder | None:
     """The run's trace: none, metadata (config) or full (the person must agree first)."""
-    cfg = conn.hub.config
-    directory = paths.state_dir(conn.hub.env) / "traces"
-    secrets = conn.hub.secrets()
+    cfg = ctx.services.config
+    directory = paths.state_dir(ctx.services.env) / "traces"
+    secrets = ctx.services.secrets()
     if req.full_trace:
-        questions = conn.hub.questions
-        if not conn.can_answer_questions or questions is None:
+        if not ctx.can_answer_questions:
             return None
         text = (
-            f"{caller.client} asks to record a full trace of a Jev run on {req.app!r}. It would "
+            f"{who.client} asks to record a full trace of a Jev run on {req.app!r}. It would "
             f"store, in {directory}: the goal, every accessibility tree read (all text visible "
             "in the app), the text and keys given to type or press, and every question sent to "
             "Jev with its answers. API keys are removed; screenshots are never stored. Allow?"
         )
-        choice = await questions.ask(
-            conn, request_id=req.id, kind="full_trace", text=text, app=req.app
-        )
+        choice = await ask(ctx, "full_trace", text, app=req.app)
         if choice != "accept":
             return None
         return TraceFile(directory, mode="full", secrets=secrets, budget=cfg.jev.trace_budget_bytes)
@@ -176,9 +166,9 @@ async def _open_trace(conn: Connection, req: Run, caller: Caller) -> Recorder | 
 
 
 def _result(
-    conn: Connection, req: Run, ending: Ending, started: float, trace: Recorder
+    ctx: RequestContext, req: Run, ending: Ending, started: float, trace: Recorder
 ) -> RunResult:
-    session = _session(conn)
+    session = session_of(ctx)
     handoff = None
     if ending.status == "needs_planner" and ending.handoff is not None:
         h = ending.handoff
@@ -198,7 +188,7 @@ def _result(
             recent_actions=list(h.recent_actions),
             candidates=[msgspec.structs.asdict(c) for c in h.candidates],
             candidates_truncated=h.candidates_truncated,
-            instruction=instruction(words(conn).act_under_handoff()),
+            instruction=instruction(words(ctx).act_under_handoff()),
         )
     now = trio.current_time()
     return RunResult(
@@ -217,7 +207,7 @@ def _result(
         budget_remaining_s=round(session.budget.remaining_s(now), 1),
         budget_remaining_actions=max(0, session.budget.actions - session.budget.used),
         # Jev's messages never hold the key; the redaction is the second lock on that door.
-        detail=redact(ending.detail, tuple(conn.hub.secrets())),
+        detail=redact(ending.detail, tuple(ctx.services.secrets())),
     )
 
 

@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 import trio
 
 from deskhand_d.errors import BadRequest
-from deskhand_d.protocol import Question
-
-if TYPE_CHECKING:
-    from deskhand_d.rpc.connection import Connection
+from deskhand_d.protocol import EventBody, Question
 
 Choice = Literal["accept", "decline", "once", "always", "deny"]
+QuestionKind = Literal["backend_approval", "app_consent", "full_trace"]
 APPROVAL_CHOICES: tuple[Choice, ...] = ("accept", "decline")
+
+
+class Asker(Protocol):
+    """Whoever a question goes back to: the requesting connection."""
+
+    @property
+    def conn_id(self) -> int: ...
+
+    async def emit(self, event: EventBody) -> None: ...
 
 
 @dataclass(eq=False)
@@ -42,19 +49,19 @@ class Questions:
 
     async def ask(
         self,
-        conn: Connection,
+        asker: Asker,
         *,
         request_id: int,
-        kind: Literal["backend_approval", "app_consent", "full_trace"],
+        kind: QuestionKind,
         text: str,
         app: str = "",
         choices: tuple[Choice, ...] = APPROVAL_CHOICES,
     ) -> Choice:
         qid = secrets.token_hex(8)
-        pending = _Pending(conn_id=conn.conn_id, choices=choices)
+        pending = _Pending(conn_id=asker.conn_id, choices=choices)
         self._pending[qid] = pending
         try:
-            await conn.send_event(
+            await asker.emit(
                 Question(
                     id=qid,
                     request_id=request_id,
@@ -70,9 +77,9 @@ class Questions:
         finally:
             del self._pending[qid]
 
-    def answer(self, conn: Connection, question_id: str, choice: Choice) -> None:
+    def answer(self, conn_id: int, question_id: str, choice: Choice) -> None:
         pending = self._pending.get(question_id)
-        if pending is None or pending.conn_id != conn.conn_id:
+        if pending is None or pending.conn_id != conn_id:
             raise BadRequest(
                 "no open question with that id on this connection (it may have been answered, "
                 "cancelled or asked of another client)"

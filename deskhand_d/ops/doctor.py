@@ -15,7 +15,6 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING
 
 import msgspec
 import trio
@@ -26,6 +25,7 @@ from deskhand_d.errors import DeskhandError, DesktopUnreachable, Locked, Outcome
 from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.native.service import Caller
 from deskhand_d.native.sessions import Session
+from deskhand_d.ops.context import Handler, RequestContext, client_name
 from deskhand_d.protocol import (
     ActionProbe,
     DesktopCheck,
@@ -37,10 +37,6 @@ from deskhand_d.protocol import (
     ResultBody,
     SchemaDifference,
 )
-from deskhand_d.rpc.handlers import Handler
-
-if TYPE_CHECKING:
-    from deskhand_d.rpc.connection import Connection
 
 PROBE_TOOL = "list_apps"
 CHECKS_TIMEOUT_S = 15.0
@@ -70,23 +66,15 @@ async def desktop_checks(env: Mapping[str, str]) -> list[DesktopCheck]:
     ]
 
 
-async def doctor(conn: Connection, req: Doctor) -> ResultBody:
-    backend = conn.hub.backend
-    configured: str = conn.hub.config.backend.kind
-    if backend is None:
-        return DoctorResult(
-            backend=configured,
-            argv=[],
-            notice="",
-            handshake_ok=False,
-            error=ErrorBody(code="backend_unavailable", message="the daemon has no backend"),
-        )
+async def doctor(ctx: RequestContext, req: Doctor) -> ResultBody:
+    backend = ctx.services.backend
+    configured: str = ctx.services.config.backend.kind
     wanted = req.backend
     if not wanted or wanted == configured or _runs(backend, wanted):
-        return await _diagnose(conn, backend, configured)
+        return await _diagnose(ctx, backend, configured)
     # Another kind than the daemon's: a throwaway connection, closed before we answer.
-    cfg = msgspec.structs.replace(conn.hub.config.backend, kind=wanted)
-    env, names = conn.hub.env, conn.hub.config.secrets.redact_env
+    cfg = msgspec.structs.replace(ctx.services.config.backend, kind=wanted)
+    env, names = ctx.services.env, ctx.services.config.secrets.redact_env
 
     def launch() -> LaunchSpec:
         return launchers.resolve(cfg, env, names)
@@ -94,7 +82,7 @@ async def doctor(conn: Connection, req: Doctor) -> ResultBody:
     async with open_backend(
         launch, call_timeout_s=cfg.call_timeout_s, start_timeout_s=cfg.start_timeout_s
     ) as other:
-        result = await _diagnose(conn, other, wanted)
+        result = await _diagnose(ctx, other, wanted)
     own = f"checked on request; the daemon itself uses {configured}"
     notice = f"{result.notice} ({own})" if result.notice else own
     return msgspec.structs.replace(result, notice=notice)
@@ -108,7 +96,9 @@ def _runs(backend: BackendConnection, kind: str) -> bool:
         return False
 
 
-async def _diagnose(conn: Connection, backend: BackendConnection, configured: str) -> DoctorResult:
+async def _diagnose(
+    ctx: RequestContext, backend: BackendConnection, configured: str
+) -> DoctorResult:
     error: DeskhandError | None = None
     argv: list[str] = []
     notice = ""
@@ -127,7 +117,7 @@ async def _diagnose(conn: Connection, backend: BackendConnection, configured: st
     # The desktop is checked wherever the AT-SPI backend serves or auto refused for it.
     checks: list[DesktopCheck] = []
     if chosen == "atspi" or isinstance(error, DesktopUnreachable):
-        checks = await desktop_checks(conn.hub.env)
+        checks = await desktop_checks(ctx.services.env)
     found: list[dx.Finding] = []
     texts = [*backend.last_stderr]
     probe: ActionProbe | None = None
@@ -139,7 +129,7 @@ async def _diagnose(conn: Connection, backend: BackendConnection, configured: st
                 detail="Sky did not finish its handshake, so no tool call was tried.",
             )
         else:
-            probe, probe_text, hung = await _probe(conn, backend)
+            probe, probe_text, hung = await _probe(ctx, backend)
             texts.append(probe_text)
             if hung is not None:
                 found.append(hung)
@@ -197,17 +187,15 @@ async def _diagnose(conn: Connection, backend: BackendConnection, configured: st
 
 
 async def _probe(
-    conn: Connection, backend: BackendConnection
+    ctx: RequestContext, backend: BackendConnection
 ) -> tuple[ActionProbe, str, dx.Finding | None]:
     """One read-only ``list_apps`` through the queue and the audit log: (the probe, the text
     Sky answered for the failure checks, a finding for a call that hung)."""
-    native = conn.hub.native
-    if native is None:
-        return _not_checked("the daemon is still starting; run doctor again"), "", None
+    native = ctx.services.native
     caller = Caller(
         session=Session(session_id=f"doctor-{secrets.token_hex(6)}", name="", mode="native"),
-        client=f"doctor ({conn.client.name if conn.client else '?'})",
-        pid=conn.peer.pid,
+        client=f"doctor ({client_name(ctx)})",
+        pid=ctx.peer.pid,
         ask=None,  # list_apps asks nobody; a prompt would be answered cancel
     )
     try:

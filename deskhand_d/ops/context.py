@@ -1,0 +1,127 @@
+"""What an op sees of the request it serves: :class:`RequestContext`, and the helpers every op
+group shares to read it (the session, the client's words, a :class:`Caller` for the native
+service, a question to the person).
+
+What this owns: the seam between the ops and the transport. An op is a function of a
+``RequestContext`` and its decoded request; it never sees the WebSocket, the codec or the
+connection's bookkeeping. The RPC layer (:mod:`deskhand_d.rpc.connection`) implements the
+context for each request it runs; a test can implement it with a few lines and call an op
+directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
+
+from deskhand_d.consent.model import Choice as ConsentChoice
+from deskhand_d.errors import BadRequest, DeskhandError
+from deskhand_d.mcp import approvals as ap
+from deskhand_d.native.service import Caller
+from deskhand_d.native.sessions import Session
+from deskhand_d.ops.questions import APPROVAL_CHOICES, Choice, QuestionKind
+from deskhand_d.ops.services import Services
+from deskhand_d.protocol import ClientInfo, EventBody, ResultBody
+from deskhand_d.unixsock import PeerCred
+from deskhand_d.words import Words, for_client
+
+
+class RequestContext(Protocol):
+    """One request as its op sees it: who asks, in which session, and the ways back to them."""
+
+    session: Session | None  # None before hello, or after the session was closed
+
+    @property
+    def services(self) -> Services: ...
+    @property
+    def request_id(self) -> int: ...
+    @property
+    def conn_id(self) -> int:
+        """The connection the request came on (questions are routed back to it)."""
+
+    @property
+    def peer(self) -> PeerCred: ...
+    @property
+    def client(self) -> ClientInfo | None:
+        """The client's hello (None until then)."""
+
+    @property
+    def can_answer_questions(self) -> bool: ...
+
+    def greet(self, client: ClientInfo, *, can_answer_questions: bool, session: Session) -> None:
+        """Record what ``hello`` settled for the connection."""
+
+    async def emit(self, event: EventBody) -> None:
+        """Send an event to this request's client (progress, a question)."""
+
+    def on_cancel(self, report: Callable[[], DeskhandError]) -> None:
+        """What this request's cancellation should be reported as, if not plain ``cancelled``."""
+
+    def cancel(self, request_id: int) -> bool:
+        """Cancel another request in progress on the same connection; False if there is none."""
+
+    def after_reply(
+        self, *, stop_daemon: bool = False, close: tuple[int, str] | None = None
+    ) -> None:
+        """Once this request's reply is out: stop the daemon, or close the connection."""
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[ResultBody]]
+
+
+def session_of(ctx: RequestContext) -> Session:
+    """The request's session, or a refusal saying how to get one."""
+    if ctx.session is None:
+        raise BadRequest(
+            "this connection has no session (never said hello, or its session was closed); "
+            "reconnect to start one"
+        )
+    return ctx.session
+
+
+def client_name(ctx: RequestContext) -> str:
+    return ctx.client.name if ctx.client else "?"
+
+
+def words(ctx: RequestContext) -> Words:
+    """How messages to this request's client name the next step."""
+    session = ctx.session.name if ctx.session is not None else ""
+    kind = ctx.client.kind if ctx.client else "other"
+    return for_client(kind, session=session, uid=ctx.peer.uid)
+
+
+async def ask(
+    ctx: RequestContext,
+    kind: QuestionKind,
+    text: str,
+    *,
+    app: str = "",
+    choices: tuple[Choice, ...] = APPROVAL_CHOICES,
+) -> Choice:
+    """Ask this request's person a question (the client must be able to answer)."""
+    return await ctx.services.questions.ask(
+        ctx, request_id=ctx.request_id, kind=kind, text=text, app=app, choices=choices
+    )
+
+
+def caller(ctx: RequestContext) -> Caller:
+    """The native service's view of who asks, with the ways to ask its person (if any)."""
+    approval = consent = None
+    if ctx.can_answer_questions:
+
+        async def approval(req: ap.Confirmation, app: str) -> Literal["accept", "decline"]:
+            choice = await ask(ctx, "backend_approval", req.message, app=app)
+            return "accept" if choice == "accept" else "decline"
+
+        async def consent(text: str, choices: tuple[ConsentChoice, ...], app: str) -> ConsentChoice:
+            choice = await ask(ctx, "app_consent", text, app=app, choices=choices)
+            return choice if choice in ("once", "always") else "deny"
+
+    return Caller(
+        session=session_of(ctx),
+        client=client_name(ctx),
+        pid=ctx.peer.pid,
+        ask=approval,
+        consent=consent,
+        words=words(ctx),
+    )
