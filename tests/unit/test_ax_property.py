@@ -313,7 +313,7 @@ def sim_tree(rng: random.Random, depth: int = 0) -> sim_ax.Element:
         actions=tuple(rng.sample(ACTIONS, rng.randint(0, 2))),
     )
     if depth < 4:
-        node.children = [sim_tree(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+        node.children.extend(sim_tree(rng, depth + 1) for _ in range(rng.randint(0, 3)))
     return node
 
 
@@ -321,8 +321,8 @@ def sim_tree(rng: random.Random, depth: int = 0) -> sim_ax.Element:
 def test_simulator_renderings(seed: int) -> None:
     """What the simulator renders (either locale) parses to its numbering, depths and roles."""
     rng = random.Random(seed)
-    menu = sim_ax.Element(key="menu", role="menu bar")
-    menu.children = [sim_ax.Element(key=f"item{i}", label=t) for i, t in enumerate(["File", "Ed"])]
+    items = [sim_ax.Element(key=f"item{i}", label=t) for i, t in enumerate(["File", "Ed"])]
+    menu = sim_ax.Element(key="menu", role="menu bar", children=items)
     window = sim_ax.Window(
         title="Doc", app_name="Example", root=sim_tree(rng), menu_bar=menu, focus_key=None
     )

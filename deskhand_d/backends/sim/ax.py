@@ -1,12 +1,12 @@
 """The accessibility-tree model of a simulated window, and Sky's text rendering of it.
 
-What this owns: :class:`Element` (one AX node: role, flags, label, attributes, secondary actions,
-children, plus a screen rectangle and paint hints for the screenshot), role-description
-localisation, and the renderer that turns a window into Sky's exact text grammar with fresh
-depth-first numbering (one element line's grammar is shared with the AT-SPI backend:
-:mod:`deskhand_d.backends.skyserver.axline`). Apps rebuild their element tree on every render,
-so indices are a pure function of the current state: when an element appears or disappears,
-everything after it shifts, exactly the hazard real clients face.
+What this owns: :class:`Element` (one AX node: the line's fields, shared with the AT-SPI backend
+as :class:`~deskhand_d.backends.skyserver.axline.AxElement`, plus a key, children, a screen
+rectangle and paint hints for the screenshot), role-description localisation, and the renderer
+that turns a window into Sky's exact text grammar with fresh depth-first numbering (one element
+line's grammar is shared too: :mod:`deskhand_d.backends.skyserver.axline`). Apps rebuild their
+element tree on every render, so indices are a pure function of the current state: when an
+element appears or disappears, everything after it shifts, exactly the hazard real clients face.
 
 Theory of operation: an element's ``key`` is its stable identity inside one app ("the Seven
 button"); the index is its position in one rendering. The engine keeps the last
@@ -16,7 +16,7 @@ button"); the index is its position in one rendering. The engine keeps the last
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from ..skyserver import axline, texts
 
@@ -34,23 +34,22 @@ class Paint:
     align: str = "center"  # "center", "right", "left", "left-top", "top-right"
 
 
-@dataclass(eq=False, slots=True)
-class Element:
+@dataclass(frozen=True, eq=False, slots=True)
+class Element(axline.AxElement):
+    """One AX node: the fields its line shows (keyword-only, from
+    :class:`~deskhand_d.backends.skyserver.axline.AxElement`), its stable ``key``, its children,
+    and where and how the screenshot draws it."""
+
     key: str
-    role: str = ""
-    label: str = ""
-    flags: tuple[str, ...] = ()
-    description: str | None = None
-    value: str | None = None
-    details: str | None = None
-    help: str | None = None
-    ident: str | None = None
-    url: str | None = None
-    placeholder: str | None = None
-    actions: tuple[str, ...] = ()
+    _: KW_ONLY
     children: list[Element] = field(default_factory=list)
     frame: Rect | None = None
     paint: Paint | None = None
+
+    # A node is an identity, not a value (the line's fields would compare equal for two
+    # different buttons): keep object equality and hashing rather than the line's.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def walk(self) -> Iterator[tuple[int, Element]]:
         """Pre-order (depth, element) pairs, this element at depth 0."""

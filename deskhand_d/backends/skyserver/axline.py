@@ -1,48 +1,21 @@
 """One element line of Sky's accessibility text, for every backend that prints it. Pure.
 
 What this owns: the line grammar (``index role (flags) label, Key: value…`` with the
-attributes in Sky's order and the ``Secondary Actions`` list last) and :class:`AxFields`, what a
-line is made from. The simulator's elements provide those fields themselves; the AT-SPI server
-fills an :class:`AxElement` for each node, so both print the same grammar byte for byte.
-Numbering, indentation and the text around the tree belong to each backend's renderer.
+attributes in Sky's order and the ``Secondary Actions`` list last) and :class:`AxElement`, what
+a line is made from. The AT-SPI server fills an :class:`AxElement` for each node and the
+simulator's elements extend it, so both print the same grammar byte for byte. Numbering,
+indentation and the text around the tree belong to each backend's renderer.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 
-class AxFields(Protocol):
-    """What one element line shows (read only)."""
-
-    @property
-    def role(self) -> str: ...
-    @property
-    def flags(self) -> tuple[str, ...]: ...
-    @property
-    def label(self) -> str: ...
-    @property
-    def description(self) -> str | None: ...
-    @property
-    def value(self) -> str | None: ...
-    @property
-    def details(self) -> str | None: ...
-    @property
-    def help(self) -> str | None: ...
-    @property
-    def ident(self) -> str | None: ...
-    @property
-    def url(self) -> str | None: ...
-    @property
-    def placeholder(self) -> str | None: ...
-    @property
-    def actions(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AxElement:
-    """The fields of one line, for a backend whose elements are not shaped like them."""
+    """What one element line shows. The AT-SPI server fills one for each node; the
+    simulator's elements extend it (with their key, children and paint)."""
 
     role: str = ""
     label: str = ""
@@ -57,7 +30,7 @@ class AxElement:
     actions: tuple[str, ...] = ()
 
 
-def element_line(index: int, node: AxFields, *, role: str | None = None) -> str:
+def element_line(index: int, node: AxElement, *, role: str | None = None) -> str:
     """One element line without its indentation. ``role``: the role words to print instead of
     ``node.role`` (a localised role description)."""
     head = [str(index)]

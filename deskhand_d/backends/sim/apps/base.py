@@ -41,20 +41,23 @@ def traffic_lights(
 ) -> list[Element]:
     """Close, zoom/full-screen and minimize buttons, in the order the captures list them."""
     close = Element(
-        f"{prefix}.close", "close button", frame=(12, y, 12, 12), paint=Paint(fill="close")
+        f"{prefix}.close", role="close button", frame=(12, y, 12, 12), paint=Paint(fill="close")
     )
+    full_screen = zoom_role == "full screen button"
     zoom = Element(
         f"{prefix}.zoom",
-        zoom_role,
+        role=zoom_role,
         flags=("disabled",) if zoom_disabled else (),
+        help="this button also has an action to zoom the window" if full_screen else None,
+        actions=("zoom the window",) if full_screen else (),
         frame=(52, y, 12, 12),
         paint=Paint(fill="disabled" if zoom_disabled else "zoom"),
     )
-    if zoom_role == "full screen button":
-        zoom.help = "this button also has an action to zoom the window"
-        zoom.actions = ("zoom the window",)
     minimize = Element(
-        f"{prefix}.minimize", "minimize button", frame=(32, y, 12, 12), paint=Paint(fill="minimize")
+        f"{prefix}.minimize",
+        role="minimize button",
+        frame=(32, y, 12, 12),
+        paint=Paint(fill="minimize"),
     )
     return [close, zoom, minimize]
 
@@ -121,10 +124,10 @@ class SimApp(abc.ABC):
         children = [
             Element(
                 f"menu.{title}",
-                "",
+                role="",
                 label=menu_title(title, self.locale, self.zh_name if title == self.name else None),
                 ident=ident,
             )
             for title, ident in titles
         ]
-        return Element("menu", "menu bar", label=label, children=children)
+        return Element("menu", role="menu bar", label=label, children=children)

@@ -10,6 +10,7 @@ one higher than in the first capture.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from decimal import Decimal, DivisionByZero, InvalidOperation, localcontext
 from typing import ClassVar
 
@@ -275,7 +276,7 @@ class Calculator(SimApp):
             display_children.append(
                 Element(
                     "calc.expression",
-                    "text",
+                    role="text",
                     label=self.expression,
                     frame=(0, 44, 230, 36),
                     paint=Paint(text=self.expression, ink="text_dim", align="right", scale=2),
@@ -284,7 +285,7 @@ class Calculator(SimApp):
         display_children.append(
             Element(
                 "calc.display",
-                "text",
+                role="text",
                 label=_LRM + display_text,
                 frame=(0, 80, 230, 52),
                 paint=Paint(text=display_text, ink="text_light", align="right", scale=scale),
@@ -293,7 +294,7 @@ class Calculator(SimApp):
         keypad: list[Element] = [
             Element(
                 "calc.input",
-                "scroll area",
+                role="scroll area",
                 description="Edit field",
                 ident="StandardInputView",
                 actions=("Copy",),
@@ -303,19 +304,21 @@ class Calculator(SimApp):
         ]
         for r, row in enumerate(_KEYPAD):
             for c, (key, glyphs, colour) in enumerate(row):
-                node = _button(key)
-                node.frame = (1 + 57 * c, 134 + 55 * r, 55, 53)
-                node.paint = Paint(fill=colour, text=glyphs, ink="text_light", scale=3)
+                node = replace(
+                    _button(key),
+                    frame=(1 + 57 * c, 134 + 55 * r, 55, 53),
+                    paint=Paint(fill=colour, text=glyphs, ink="text_light", scale=3),
+                )
                 keypad.append(node)
         toolbar = Element(
             "calc.toolbar",
-            "toolbar",
+            role="toolbar",
             frame=(0, 0, 230, 40),
             paint=Paint(fill="calc_fn"),
             children=[
                 Element(
                     "calc.sidebar",
-                    "button",
+                    role="button",
                     description="Show Sidebar",
                     actions=("Increment", "Decrement", "Delete", "Cancel"),
                     frame=(80, 9, 24, 22),
@@ -323,7 +326,7 @@ class Calculator(SimApp):
                 ),
                 Element(
                     "calc.mode",
-                    "button",
+                    role="button",
                     description="Mode",
                     ident="Mode: basic; unitConversion: false",
                     actions=(
@@ -341,7 +344,7 @@ class Calculator(SimApp):
         )
         root = Element(
             "calc.window",
-            "standard window",
+            role="standard window",
             label=title,
             ident="main",
             actions=("Raise",),
@@ -349,12 +352,12 @@ class Calculator(SimApp):
             children=[
                 Element(
                     "calc.split",
-                    "split group",
+                    role="split group",
                     label="main, SidebarNavigationSplitView",
                     children=[
                         Element(
                             "calc.keypad",
-                            "container",
+                            role="container",
                             label="CalculatorKeypadView",
                             children=keypad,
                         )
@@ -374,20 +377,24 @@ def _button(key: str) -> Element:
     """A keypad button exactly as the capture labels it."""
     k = f"calc.{key}"
     if key in _DIGIT_IDS:
-        return Element(k, "button", description=str(_DIGIT_IDS.index(key)), ident=key)
+        return Element(k, role="button", description=str(_DIGIT_IDS.index(key)), ident=key)
     if key == "Delete":
         return Element(
             k,
-            "button",
+            role="button",
             description="Delete",
             help="Delete the last digit or operation entered (long press to delete all)",
         )
     if key == "AllClear":
-        return Element(k, "button", description="All Clear", ident="AllClear")
+        return Element(k, role="button", description="All Clear", ident="AllClear")
     if key == "Negate":
         return Element(
-            k, "button", description="Change Sign", help="Change sign of a value", ident="Negate"
+            k,
+            role="button",
+            description="Change Sign",
+            help="Change sign of a value",
+            ident="Negate",
         )
     if key == "Decimal":
-        return Element(k, "button", description="Point", ident="Decimal")
-    return Element(k, "button", label=key)
+        return Element(k, role="button", description="Point", ident="Decimal")
+    return Element(k, role="button", label=key)

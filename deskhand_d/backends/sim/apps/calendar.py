@@ -178,7 +178,7 @@ class Calendar(SimApp):
         in_month = (day.year, day.month) == (self.month.year, self.month.month)
         cell = Element(
             f"cal.day.{day.isoformat()}",
-            "list",
+            role="list",
             label=label,
             frame=(x + 1, y + 1, _CELL_W - 1, _CELL_H - 1),
             paint=Paint(
@@ -195,7 +195,7 @@ class Calendar(SimApp):
             cell.children.append(
                 Element(
                     key,
-                    "Event",
+                    role="Event",
                     description=f"{event.title}. {_long(day)}, All-Day",
                     help=f"This event belongs to calendar “{event.calendar}”.",
                     frame=(x + 4, ey, _CELL_W - 8, _EVENT_H) if visible else None,
@@ -206,7 +206,9 @@ class Calendar(SimApp):
                     ),
                     children=[
                         Element(
-                            f"{key}.image", "image", label="Holiday" if event.holiday else "All Day"
+                            f"{key}.image",
+                            role="image",
+                            label="Holiday" if event.holiday else "All Day",
                         )
                     ],
                 )
@@ -226,7 +228,7 @@ class Calendar(SimApp):
         ) -> Element:
             return Element(
                 key,
-                "button",
+                role="button",
                 label=label,
                 ident=ident,
                 frame=(x, 62, width, 24),
@@ -235,7 +237,7 @@ class Calendar(SimApp):
 
         area = Element(
             "cal.area",
-            "container",
+            role="container",
             description="Month Calendar Area",
             value=value,
             details=f"{sel:%A}, {_long(sel)}",
@@ -244,7 +246,7 @@ class Calendar(SimApp):
             children=[
                 Element(
                     "cal.grid",
-                    "grid",
+                    role="grid",
                     children=cells,
                     frame=(0, _GRID_TOP, 7 * _CELL_W, 6 * _CELL_H),
                     paint=Paint(fill="grid_line"),
@@ -254,7 +256,7 @@ class Calendar(SimApp):
                 nav("cal.next", ">", 852, 28, label="next month"),
                 Element(
                     "cal.title",
-                    "text",
+                    role="text",
                     value=f"{self.month:%B %Y}",
                     ident="view-date-title",
                     frame=(16, 58, 400, 36),
@@ -267,7 +269,7 @@ class Calendar(SimApp):
             lettered = desc.upper() if w > 28 else ""
             return Element(
                 key,
-                "radio button",
+                role="radio button",
                 description=desc,
                 value="1" if on else "0",
                 ident=ident,
@@ -277,13 +279,13 @@ class Calendar(SimApp):
 
         toolbar = Element(
             "cal.toolbar",
-            "toolbar",
+            role="toolbar",
             frame=(0, 0, self.width, 52),
             paint=Paint(fill="titlebar"),
             children=[
                 Element(
                     "cal.calendars",
-                    "",
+                    role="",
                     description="Calendars",
                     ident="CalendarsControl",
                     children=[
@@ -293,7 +295,7 @@ class Calendar(SimApp):
                 ),
                 Element(
                     "cal.add",
-                    "button",
+                    role="button",
                     description="Add Event",
                     actions=_TOOLBAR_ACTIONS,
                     frame=(156, 14, 28, 24),
@@ -301,7 +303,7 @@ class Calendar(SimApp):
                 ),
                 Element(
                     "cal.status",
-                    "button",
+                    role="button",
                     description="Status Indicator",
                     actions=_TOOLBAR_ACTIONS,
                     frame=(190, 14, 28, 24),
@@ -309,7 +311,7 @@ class Calendar(SimApp):
                 ),
                 Element(
                     "cal.views",
-                    "",
+                    role="",
                     description="View",
                     ident="views-switcher",
                     children=[
@@ -326,7 +328,7 @@ class Calendar(SimApp):
                 ),
                 Element(
                     "cal.search",
-                    "button",
+                    role="button",
                     label="Search",
                     frame=(840, 14, 28, 24),
                     paint=Paint(fill="toolbar_button"),
@@ -335,14 +337,14 @@ class Calendar(SimApp):
         )
         root = Element(
             "cal.window",
-            "standard window",
+            role="standard window",
             label=title,
             ident="CALMainWindow",
             actions=("Raise",),
             frame=(0, 0, self.width, self.height),
             paint=Paint(fill="window"),
             children=[
-                Element("cal.split", "split group", children=[area]),
+                Element("cal.split", role="split group", children=[area]),
                 toolbar,
                 *traffic_lights("cal", zoom_role="full screen button", y=20),
             ],

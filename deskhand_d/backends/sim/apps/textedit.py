@@ -313,7 +313,7 @@ class TextEdit(SimApp):
         url = f"file://{self.doc_path}" if self.doc_path else None
         text_area = Element(
             "te.text",
-            "text entry area",
+            role="text entry area",
             flags=("settable",),
             value=self.text,
             ident="First Text View",
@@ -326,7 +326,7 @@ class TextEdit(SimApp):
             area_children.append(
                 Element(
                     "te.scrollbar",
-                    "scroll bar",
+                    role="scroll bar",
                     flags=("settable", "float"),
                     label=_float_text(fraction),
                     frame=(588, 28, 12, 472),
@@ -335,7 +335,7 @@ class TextEdit(SimApp):
             )
         root = Element(
             "te.window",
-            "standard window",
+            role="standard window",
             label=title,
             url=url,
             actions=("Raise",),
@@ -344,7 +344,7 @@ class TextEdit(SimApp):
             children=[
                 Element(
                     "te.scroll",
-                    "scroll area",
+                    role="scroll area",
                     actions=("Scroll Up", "Scroll Down"),
                     frame=(0, 28, 600, 472),
                     children=area_children,
