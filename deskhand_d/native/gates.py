@@ -1,8 +1,9 @@
-"""The gates every native op passes before any backend traffic (the cheap, synchronous ones).
+"""The gates every call to the backend passes first (the cheap, synchronous ones).
 
 What this owns: the emergency lock, the effective allowlist (with ``apps.json`` re-read only
-when the file changes), a session's recovery state and its mode. Consent and the stateId come
-after these, in :mod:`deskhand_d.native.service`.
+when the file changes), a session's recovery state, its launch bans and its mode. The native
+service holds one :class:`Gates` and runs them in its pipeline, before the stateId and consent
+(:mod:`deskhand_d.native.service`).
 """
 
 from __future__ import annotations
@@ -79,6 +80,13 @@ class Gates:
                 f"the person changed {pending}, so nothing was sent; observe it again before "
                 "anything else",
                 data={"apps": sorted(session.recovery)},
+            )
+
+    def check_launch(self, session: Session, app: str) -> None:
+        if app in session.launch_banned:
+            raise E.LaunchBanned(
+                f"launching {app!r} is off for the rest of this turn (after a stop, a declined "
+                "approval or an unknown outcome there); the person decides what happens next"
             )
 
     def check_mode(

@@ -1,13 +1,18 @@
 """Native mode: observations and actions through the one queue, guarded by stateIds.
 
-Theory of operation. Every native op goes through the same gates, in this order, all decided
-before any backend traffic: the emergency lock, the app allowlist, the session's recovery
-state, the mode (jev needs a handoff), the stateId (consumed by any attempt), then Deskhand's
-consent for the app (:mod:`deskhand_d.consent.gate`, which may ask the person). The call
-itself runs in the action queue's single worker; a backend approval prompt is routed to the
+Theory of operation. Every call to the backend — a native op, a launch, a step of a Jev run,
+doctor's probe — goes through one pipeline (:meth:`NativeService._admit`, then
+:meth:`NativeService._dispatch`). The gates come first, in this order, all decided before any
+backend traffic: the emergency lock, the app allowlist, the session's recovery state, a
+launch ban, the mode (jev needs a handoff), room in the queue and the stateId (consumed by any
+attempt), then Deskhand's consent for the app (:mod:`deskhand_d.consent.gate`, which may ask
+the person); which of them apply is the caller's :class:`Checks`. The call itself runs in the
+action queue's single worker; a backend approval prompt is routed to the
 requesting client as a ``question`` event (only if it declared it can answer). The reply
 states honestly what happened: ``dispatched`` (the backend answered), ``refused`` (nothing
 ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatch is audited.
+What comes back is the client protocol's reply (:class:`~deskhand_d.protocol.Observation`,
+:class:`~deskhand_d.protocol.ActionDone`), built here once from the backend's result.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from deskhand_d.config import Config
 from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
-from deskhand_d.mcp.results import Kind
+from deskhand_d.mcp.results import Kind, ToolOutput
+from deskhand_d.mcp.toolcalls import ToolCall
 from deskhand_d.native import toolerrors
 from deskhand_d.native.gates import Gates
 from deskhand_d.native.imagesize import image_size
@@ -36,6 +42,7 @@ from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
 from deskhand_d.native.verdicts import raise_for_kind
+from deskhand_d.protocol import ActionDone, Observation
 from deskhand_d.words import PROTOCOL, Words, action
 
 if TYPE_CHECKING:
@@ -66,16 +73,16 @@ class Caller:
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
-    """What an op produced, for the RPC layer to turn into a result."""
+class Checks:
+    """Which gates a call passes besides the lock, recovery and (for an app) allowlist and
+    consent: an observation's recovery rule, a launch's ban, an action's mode, stateId and
+    queue room."""
 
-    text: str
-    delivery: Literal["dispatched", "refused", "unknown"]
-    ok: bool
-    state_id: str | None = None
-    screenshot: bytes | None = None
-    screenshot_mime: str = ""
-    approval_reason: str | None = None
+    observing: bool = False  # an observation of an app the person changed is allowed
+    launching: bool = False  # refused while launches are banned for the app this turn
+    mode: bool = False  # in jev mode, only under the handoff named by ``handoff``
+    handoff: str | None = None
+    state: tuple[str, Use] | None = None  # the stateId to spend, and what it is used for
 
 
 @contextmanager
@@ -88,7 +95,7 @@ def refused_if_raised() -> Iterator[None]:
         raise
 
 
-class NativeService(Gates):
+class NativeService:
     def __init__(
         self,
         *,
@@ -101,7 +108,8 @@ class NativeService(Gates):
         consent: ConsentGate,
         audit_problem: str = "",
     ) -> None:
-        super().__init__(config, env)
+        self.config = config
+        self.gates = Gates(config, env)
         self.backend = backend
         self.queue = queue
         self.sessions = sessions
@@ -142,25 +150,53 @@ class NativeService(Gates):
 
     # ----- ops --------------------------------------------------------------------------------
 
+    async def _admit(
+        self, caller: Caller, app: str, checks: Checks
+    ) -> tuple[StateRecord | None, Admission | None]:
+        """Every gate ``checks`` asks for, in order, before any backend traffic; a refusal
+        says that nothing was sent. Returns the spent stateId's record (if one was spent) and
+        consent's admission (for an app)."""
+        session, gates = caller.session, self.gates
+        with refused_if_raised():
+            gates.check_unlocked()
+            if app:
+                gates.check_app(app)
+            gates.check_recovery(session, app, observing=checks.observing)
+            if checks.launching:
+                gates.check_launch(session, app)
+            if checks.mode:
+                gates.check_mode(session, app, checks.handoff, caller.words)
+            used = None
+            if checks.state is not None:
+                self.queue.check_room()  # before the stateId is spent: a retry can reuse it
+                state_id, use = checks.state
+                used = session.states.consume(
+                    state_id,
+                    use,
+                    turn=session.turn,
+                    now=trio.current_time(),
+                    generation=self.backend.processes_started,
+                )
+            admission = None
+            if app:
+                instance = used.pid if used is not None else None
+                admission = await self.admit(caller, app, instance=instance)
+        return used, admission
+
     async def list_apps(
         self, caller: Caller, *, backend: BackendConnection | None = None
-    ) -> Outcome:
+    ) -> ToolOutput:
         """``list_apps``; ``backend``: another connection than the daemon's (doctor's probe of
         a backend kind the daemon does not run), still through the queue and the audit log."""
-        with refused_if_raised():
-            self.check_unlocked()
-            self.check_recovery(caller.session, "", observing=False)
+        await self._admit(caller, "", Checks())
         res = await self._dispatch(caller, "list_apps", {}, app="", backend=backend)
-        return Outcome(text=res.output.text, delivery="dispatched", ok=not res.output.is_error)
+        return res.output
 
     async def observe_tree(self, caller: Caller, app: str) -> tuple[CallResult, ax.TreeFacts]:
         """Every gate, consent, then ``get_app_state``; no stateId is minted here."""
         session = caller.session
-        with refused_if_raised():
-            self.check_unlocked()
-            self.check_app(app)
-            self.check_recovery(session, app, observing=True)
-            admission = await self.admit(caller, app)
+        _, admission = await self._admit(caller, app, Checks(observing=True))
+        assert admission is not None  # an app was named
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
         out = res.output
@@ -196,11 +232,10 @@ class NativeService(Gates):
         session.recovery.discard(app)
         return res, info
 
-    async def observe(self, caller: Caller, app: str) -> Outcome:
+    async def observe(self, caller: Caller, app: str) -> Observation:
+        """An observation with a fresh stateId for the next action."""
         res, info = await self.observe_tree(caller, app)
-        out = res.output
-        image = out.images[0] if out.images else None
-        shot = image.decode() if image is not None else None
+        shot, mime = _screenshot(res.output)
         state_id = self._mint(
             caller.session,
             app,
@@ -208,45 +243,27 @@ class NativeService(Gates):
             has_screenshot=shot is not None,
             screenshot_size=image_size(shot) if shot is not None else None,
         )
-        return Outcome(
-            text=out.text,
-            delivery="dispatched",
-            ok=True,
+        return Observation(
+            app=app,
             state_id=state_id,
+            text=res.output.text,
             screenshot=shot,
-            screenshot_mime=image.mime_type if image is not None and shot is not None else "",
+            screenshot_mime=mime,
             approval_reason=res.approval_reason,
         )
 
     async def act(
-        self,
-        caller: Caller,
-        tool: str,
-        app: str,
-        state_id: str,
-        args: dict[str, Any],
-        use: Use,
-        *,
-        handoff: str | None = None,
-    ) -> Outcome:
+        self, caller: Caller, app: str, state_id: str, call: ToolCall, *, handoff: str | None = None
+    ) -> ActionDone:
+        """An action under a stateId of ``app`` (and, in jev mode, the planner's handoff)."""
         session = caller.session
-        with refused_if_raised():  # every gate is decided before any backend traffic
-            self.check_unlocked()
-            self.check_app(app)
-            self.check_recovery(session, app, observing=False)
-            self.check_mode(session, app, handoff, caller.words)
-            self.queue.check_room()  # before the stateId is spent: a retry can reuse it
-            used = session.states.consume(
-                state_id,
-                use,
-                turn=session.turn,
-                now=trio.current_time(),
-                generation=self.backend.processes_started,
-            )
-            await self.admit(caller, app, instance=used.pid)
+        use = Use(app, call.element_index, coordinates=bool(call.points), points=call.points)
+        checks = Checks(mode=True, handoff=handoff, state=(state_id, use))
+        used, _ = await self._admit(caller, app, checks)
+        assert used is not None  # a stateId was spent
         under_handoff = session.mode == "jev"
         try:
-            res = await self.dispatch_action(caller, tool, app, args, bounds=used.screenshot_size)
+            res = await self._act(caller, app, call, bounds=used.screenshot_size)
         except E.DeskhandError as exc:
             if under_handoff and exc.delivery in ("dispatched", "partial", "unknown"):
                 self.spend_handoff(session)
@@ -260,17 +277,24 @@ class NativeService(Gates):
         if not out.is_error and out.kind is Kind.OK and info.complete and same_process:
             # Coordinates always need a get_app_state screenshot, so this state has none.
             new_state = self._mint(session, app, info, has_screenshot=False, action_returned=True)
-        image = out.images[0] if out.images else None
-        shot = image.decode() if image is not None else None  # shown to the caller, no more
-        return Outcome(
-            text=out.text,
+        shot, mime = _screenshot(out)  # shown to the caller, no more
+        return ActionDone(
+            app=app,
+            tool=call.tool,
             delivery="dispatched",
             ok=not out.is_error,
+            text=out.text,
             state_id=new_state,
             screenshot=shot,
-            screenshot_mime=image.mime_type if image is not None and shot is not None else "",
+            screenshot_mime=mime,
             approval_reason=res.approval_reason,
         )
+
+    async def run_step(self, caller: Caller, app: str, call: ToolCall) -> CallResult:
+        """One action of a Jev run: the gates without stateId or handoff (the loop re-reads
+        the tree before each action, and its actions count against the turn's Jev budget)."""
+        await self._admit(caller, app, Checks())
+        return await self._act(caller, app, call)
 
     @staticmethod
     def spend_handoff(session: Session) -> None:
@@ -278,19 +302,13 @@ class NativeService(Gates):
         if session.handoff is not None:
             session.handoff = session.handoff.spent()
 
-    async def dispatch_action(
-        self,
-        caller: Caller,
-        tool: str,
-        app: str,
-        args: dict[str, Any],
-        *,
-        bounds: tuple[int, int] | None = None,
+    async def _act(
+        self, caller: Caller, app: str, call: ToolCall, *, bounds: tuple[int, int] | None = None
     ) -> CallResult:
         """Send one action (every gate already passed) and read what its result means: a
         refusal the backend gave in its own terms becomes ours (:mod:`.toolerrors`); other
         errors stay an ``ok: false`` result. ``bounds``: the observation's screenshot size."""
-        session = caller.session
+        session, tool, args = caller.session, call.tool, call.args
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
         out = res.output
         raise_for_kind(session, app, res, observing=False, words=caller.words)
@@ -343,7 +361,7 @@ class NativeService(Gates):
         )
 
     async def launch(self, caller: Caller, app: str) -> str:
-        await self.admit(caller, app)
+        await self._admit(caller, app, Checks(launching=True))
         kind = self.backend.resolve_launch().kind
         return await launch_app(
             app, backend_kind=kind, timeout_s=self.config.native.launch_timeout_s
@@ -351,7 +369,7 @@ class NativeService(Gates):
 
     async def emergency_stop(self, by: str) -> int:
         """Cancel everything, close the backend, invalidate every state, lock the daemon."""
-        self.locked_by = by
+        self.gates.locked_by = by
         cancelled = self.queue.stop_all(f"emergency stop by {by}")
         self.sessions.invalidate_all("the emergency stop")
         await self.backend.aclose()
@@ -494,3 +512,10 @@ class NativeService(Gates):
                 delivered=delivered,
                 dispatch=dispatch_id,
             )
+
+
+def _screenshot(out: ToolOutput) -> tuple[bytes | None, str]:
+    """The first image the backend sent, decoded, and its type (``None, ""`` for none)."""
+    image = out.images[0] if out.images else None
+    shot = image.decode() if image is not None else None
+    return shot, image.mime_type if image is not None and shot is not None else ""

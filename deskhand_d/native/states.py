@@ -17,7 +17,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from deskhand_d.errors import (
-    BadRequest,
     CoordinatesNeedScreenshot,
     CoordinatesOutsideWindow,
     ElementNotInState,
@@ -155,22 +154,12 @@ def check_points(app: str, points: tuple[tuple[float, float], ...], size: tuple[
         )
 
 
-def check_click_target(element_index: int | None, x: float | None, y: float | None) -> None:
-    """Validate click's target rule: exactly one of element_index or the pair x/y."""
-    has_xy = x is not None or y is not None
-    if (element_index is None) == (not has_xy):
-        raise BadRequest("give exactly one click target: element_index, or both x and y")
-    if has_xy and (x is None or y is None):
-        raise BadRequest("a coordinate click needs both x and y")
-
-
 __all__ = [
     "STATE_TTL_S",
     "StateBook",
     "StateError",
     "StateRecord",
     "Use",
-    "check_click_target",
     "check_points",
     "new_state_id",
 ]

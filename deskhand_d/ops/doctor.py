@@ -215,7 +215,7 @@ async def _probe(
     except DeskhandError as exc:
         return _failed(f"{exc.code}: {exc.message}"), exc.message, None
     first = next((line.strip() for line in out.text.splitlines() if line.strip()), "")
-    if not out.ok or dx.findings([out.text[:2000]]):
+    if out.is_error or dx.findings([out.text[:2000]]):
         return _failed(f"Sky answered with an error: {first[:300]}"), out.text[:2000], None
     lines = sum(1 for line in out.text.splitlines() if line.strip())
     detail = f"{PROBE_TOOL} answered ({lines} lines; apps not shown): tool calls reach Sky"

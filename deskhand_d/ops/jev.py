@@ -78,8 +78,8 @@ async def run(ctx: RequestContext, req: Run) -> ResultBody:
     if session.running_task:
         raise E.ModeBusy("this session is already running a task; wait for it or cancel it")
     decider = ctx.services.jev.client()  # MissingJevKey before anything touches the desktop
-    native.check_unlocked()
-    native.check_app(req.app)
+    native.gates.check_unlocked()
+    native.gates.check_app(req.app)
     now = trio.current_time()
     spent = session.budget.exhausted(now)
     if spent == "task_deadline_exceeded":
@@ -101,7 +101,7 @@ async def run(ctx: RequestContext, req: Run) -> ResultBody:
     session.budget.start(now)
     session.retire("a Jev run started")
     who = replace(who, run_id=trace.run_id)
-    names = native.allowed_apps()
+    names = native.gates.allowed_apps()
 
     async def emit(**fields: Any) -> None:
         await ctx.emit(Progress(request_id=req.id, **fields))

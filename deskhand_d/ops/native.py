@@ -11,15 +11,14 @@ while the daemon's own parsers (stateIds, Jev) read the backend's text unchanged
 
 from __future__ import annotations
 
-from typing import Any
+import msgspec
 
 from deskhand_d.backends.desktop import mark_simulated
 from deskhand_d.consent.grants import SavedGrant
-from deskhand_d.errors import BadRequest, LaunchBanned, ModeBusy
+from deskhand_d.errors import BadRequest, ModeBusy
 from deskhand_d.jev.access import missing_key_help
-from deskhand_d.native.service import Outcome
+from deskhand_d.mcp import toolcalls
 from deskhand_d.native.sessions import Session
-from deskhand_d.native.states import Use, check_click_target
 from deskhand_d.ops.context import (
     Handler,
     RequestContext,
@@ -30,7 +29,6 @@ from deskhand_d.ops.context import (
 )
 from deskhand_d.protocol import (
     Action,
-    ActionDone,
     AllowedApps,
     Answer,
     AppList,
@@ -52,7 +50,6 @@ from deskhand_d.protocol import (
     ModeGet,
     ModeSet,
     ModeState,
-    Observation,
     PerformSecondaryAction,
     PressKey,
     ResultBody,
@@ -80,77 +77,15 @@ async def list_apps(ctx: RequestContext, req: ListApps) -> ResultBody:
 
 async def get_app_state(ctx: RequestContext, req: GetAppState) -> ResultBody:
     out = await ctx.services.native.observe(caller(ctx), req.app)
-    assert out.state_id is not None
-    return Observation(
-        app=req.app,
-        state_id=out.state_id,
-        text=_shown(ctx, out.text),
-        screenshot=out.screenshot,
-        screenshot_mime=out.screenshot_mime,
-        approval_reason=out.approval_reason,
-    )
-
-
-def _action_args(req: Action) -> tuple[str, dict[str, Any], Use]:
-    """The backend tool, its arguments (no stateId: it never leaves the daemon), and the use."""
-    if isinstance(req, Click):
-        check_click_target(req.element_index, req.x, req.y)
-        args: dict[str, Any] = {}
-        points: tuple[tuple[float, float], ...] = ()
-        if req.element_index is not None:
-            args["element_index"] = req.element_index
-        else:
-            assert req.x is not None and req.y is not None  # check_click_target made sure
-            args["x"], args["y"] = req.x, req.y
-            points = ((req.x, req.y),)
-        if req.click_count is not None:
-            args["click_count"] = req.click_count
-        if req.mouse_button is not None:
-            args["mouse_button"] = req.mouse_button
-        use = Use(req.app, req.element_index, coordinates=bool(points), points=points)
-        return "click", args, use
-    if isinstance(req, Drag):
-        args = {"from_x": req.from_x, "from_y": req.from_y, "to_x": req.to_x, "to_y": req.to_y}
-        ends = ((req.from_x, req.from_y), (req.to_x, req.to_y))
-        return "drag", args, Use(req.app, None, coordinates=True, points=ends)
-    if isinstance(req, PerformSecondaryAction):
-        args = {"element_index": req.element_index, "action": req.action}
-        return "perform_secondary_action", args, Use(req.app, req.element_index)
-    if isinstance(req, PressKey):
-        return "press_key", {"key": req.key}, Use(req.app)
-    if isinstance(req, Scroll):
-        args = {"element_index": req.element_index, "direction": req.direction}
-        if req.pages is not None:
-            args["pages"] = req.pages
-        return "scroll", args, Use(req.app, req.element_index)
-    if isinstance(req, SelectText):
-        args = {"element_index": req.element_index, "text": req.text}
-        for key in ("prefix", "suffix", "selection"):
-            if getattr(req, key) is not None:
-                args[key] = getattr(req, key)
-        return "select_text", args, Use(req.app, req.element_index)
-    if isinstance(req, SetValue):
-        args = {"element_index": req.element_index, "value": req.value}
-        return "set_value", args, Use(req.app, req.element_index)
-    return "type_text", {"text": req.text}, Use(req.app)
+    return msgspec.structs.replace(out, text=_shown(ctx, out.text))
 
 
 async def action(ctx: RequestContext, req: Action) -> ResultBody:
-    tool, args, use = _action_args(req)
-    out: Outcome = await ctx.services.native.act(
-        caller(ctx), tool, req.app, req.state_id, args, use, handoff=req.handoff
+    call = toolcalls.for_request(req)
+    out = await ctx.services.native.act(
+        caller(ctx), req.app, req.state_id, call, handoff=req.handoff
     )
-    return ActionDone(
-        app=req.app,
-        tool=tool,
-        delivery=out.delivery,
-        ok=out.ok,
-        text=_shown(ctx, _receipt(ctx, req.app, out.text)),
-        state_id=out.state_id,
-        screenshot=out.screenshot,
-        screenshot_mime=out.screenshot_mime,
-        approval_reason=out.approval_reason,
-    )
+    return msgspec.structs.replace(out, text=_shown(ctx, _receipt(ctx, req.app, out.text)))
 
 
 RECEIPT = "Action completed. Call `get_app_state` to fetch the updated UI state."
@@ -169,17 +104,7 @@ def _receipt(ctx: RequestContext, app: str, text: str) -> str:
 
 
 async def launch_app(ctx: RequestContext, req: LaunchApp) -> ResultBody:
-    native = ctx.services.native
-    session = session_of(ctx)
-    native.check_unlocked()
-    native.check_app(req.app)
-    native.check_recovery(session, req.app, observing=False)
-    if req.app in session.launch_banned:
-        raise LaunchBanned(
-            f"launching {req.app!r} is off for the rest of this turn (after a stop, a declined "
-            "approval or an unknown outcome there); the person decides what happens next"
-        )
-    detail = await native.launch(caller(ctx), req.app)
+    detail = await ctx.services.native.launch(caller(ctx), req.app)
     return Done(detail=detail)
 
 
@@ -234,11 +159,11 @@ async def mode_set(ctx: RequestContext, req: ModeSet) -> ResultBody:
 async def stop(ctx: RequestContext, req: Stop) -> ResultBody:
     by = f"{client_name(ctx)} (pid {ctx.peer.pid})"
     cancelled = await ctx.services.native.emergency_stop(by)
-    return LockState(locked=True, by=ctx.services.native.locked_by, cancelled=cancelled)
+    return LockState(locked=True, by=ctx.services.native.gates.locked_by, cancelled=cancelled)
 
 
 async def unlock(ctx: RequestContext, req: Unlock) -> ResultBody:
-    ctx.services.native.locked_by = ""
+    ctx.services.native.gates.locked_by = ""
     return LockState(locked=False)
 
 
@@ -256,18 +181,18 @@ async def answer(ctx: RequestContext, req: Answer) -> ResultBody:
 async def apps_list(ctx: RequestContext, req: AppsList) -> ResultBody:
     native = ctx.services.native
     return AllowedApps(
-        apps=native.allowed_apps(),
-        in_apps_file=native.apps_file.read(),
-        file=str(native.apps_file.path),
+        apps=native.gates.allowed_apps(),
+        in_apps_file=native.gates.apps_file.read(),
+        file=str(native.gates.apps_file.path),
     )
 
 
 async def apps_add(ctx: RequestContext, req: AppsAdd) -> ResultBody:
     native = ctx.services.native
-    added = native.apps_file.add(req.app)
+    added = native.gates.apps_file.add(req.app)
     return AllowedApps(
-        apps=native.allowed_apps(),
-        in_apps_file=native.apps_file.read(),
+        apps=native.gates.allowed_apps(),
+        in_apps_file=native.gates.apps_file.read(),
         file=added.path,
         added=added.added,
     )

@@ -93,7 +93,7 @@ class Services:
             backend=self._backend_status(),
             queue_depth=native.queue.depth,
             desktop_holder=f"{job.owner}: {job.label}" if job is not None else "",
-            locked_by=native.locked_by,
+            locked_by=native.gates.locked_by,
             sessions=len(self.sessions.sessions),
             audit=AuditStatus(
                 path=str(native.audit.path) if native.audit is not None else "",

@@ -230,9 +230,9 @@ class Connection:
             raise HelloRequired("send hello first; it must be the first request on a connection")
         if self.hub.shutdown_requested.is_set():
             raise ShuttingDown("the daemon is stopping and takes no new requests")
-        native = self.services.native
-        if native.locked_by and type(request) not in LOCK_EXEMPT:
-            native.check_unlocked()
+        gates = self.services.native.gates
+        if gates.locked_by and type(request) not in LOCK_EXEMPT:
+            gates.check_unlocked()
         handler = self.handlers.get(type(request))
         if handler is None:
             raise BadRequest(

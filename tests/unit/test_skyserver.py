@@ -177,7 +177,8 @@ async def test_a_cancelled_call_is_never_answered() -> None:
         await peer.send({"jsonrpc": "2.0", "id": 10, "method": "ping"})
         assert await peer.message() == {"id": 10, "jsonrpc": "2.0", "result": {}}
     ends = log.events("call_end")
-    assert [(f["id"], f["outcome"]) for f in ends] == [(1, "cancelled"), (2, "cancelled")]
+    # both end as cancelled, in whichever order trio runs their cancellations
+    assert sorted((f["id"], f["outcome"]) for f in ends) == [(1, "cancelled"), (2, "cancelled")]
     assert ends[-1]["in_flight"] == 0
 
 
