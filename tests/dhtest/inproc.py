@@ -28,7 +28,7 @@ import itertools
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -345,14 +345,18 @@ async def open_desk(
     *,
     config_text: str = "",
     grants: tuple[str, ...] = SIM_APPS,
+    setup: Callable[[Path], Mapping[str, str]] | None = None,
     **env: str,
 ) -> AsyncIterator[Desk]:
     """Real services on the simulated desktop, as a spawned daemon of ``dhtest.desk`` has them:
     ``scenario`` scripts the simulator; ``grants`` are saved consent grants ("always") for
-    those apps first; ``env`` adds to the daemon's environment (``DESKHAND_ALLOWED_APPS``...)."""
+    those apps first; ``env`` adds to the daemon's environment (``DESKHAND_ALLOWED_APPS``...);
+    ``setup(root)`` writes files of its own there first and returns more environment."""
     root = short_tmpdir()
     record = root / "record.jsonl"
     extra = {"DESKHAND_BACKEND": "sim", "DESKHAND_SIM_RECORD": str(record), **env}
+    if setup is not None:
+        extra.update(setup(root))
     if scenario is not None:
         extra["DESKHAND_SIM_SCENARIO"] = json.dumps(scenario)
     full_env = daemon_env(root, extra)
