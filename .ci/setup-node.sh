@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Node 22 for the pi extension (clients/pi) and its tests. Idempotent: a second run only checks.
+# Node 22 for the pi extension (clients/pi), its tests and the MCP TypeScript SDK test peer.
+# Idempotent: a second run only checks.
 #
 # The machine's Node is 20 (or absent) and Debian only ships 18, while pi needs >= 22.19. The
 # npm registry's `node@22` package carries the official binary, so we install that into
@@ -47,12 +48,16 @@ fi
 NODE_BIN_DIR="$(cd "$(dirname "$NODE_BIN")" && pwd)"
 export PATH="$NODE_BIN_DIR:$PATH"
 
-# npm itself is a Node script: with Node 22 first on PATH it runs under Node 22.
-stamp="$PI_DIR/node_modules/.deskhand-installed"
-if [ ! -f "$stamp" ] || [ "$PI_DIR/package-lock.json" -nt "$stamp" ] \
-  || [ "$PI_DIR/package.json" -nt "$stamp" ]; then
-  echo "setup-node: installing $PI_DIR's packages" >&2
-  (cd "$PI_DIR" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  touch "$stamp"
-fi
+# npm itself is a Node script: with Node 22 first on PATH it runs under Node 22. Each package
+# directory is installed from its lockfile: the pi extension, and the test peer that drives
+# `deskhandctl mcp` with the official MCP TypeScript SDK client.
+for dir in "$PI_DIR" tests/peers/mcp-ts; do
+  stamp="$dir/node_modules/.deskhand-installed"
+  if [ ! -f "$stamp" ] || [ "$dir/package-lock.json" -nt "$stamp" ] \
+    || [ "$dir/package.json" -nt "$stamp" ]; then
+    echo "setup-node: installing $dir's packages" >&2
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    touch "$stamp"
+  fi
+done
 echo "setup-node: $("$NODE_BIN" --version) at $NODE_BIN" >&2
