@@ -18,6 +18,7 @@ import msgspec
 
 from deskhand_d import paths
 from deskhand_d.errors import ConfigError
+from deskhand_d.protocol.requests import Mode
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
@@ -62,7 +63,7 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    default_mode: Literal["native", "jev"] = "native"
+    default_mode: Mode = "native"
     allowed_apps: list[str] = msgspec.field(default_factory=list)
     """Base allowlist (empty: Calculator only); apps.json grants are added to it."""
     queue_depth: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 64

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass, field
-from typing import Literal
 
 from deskhand_d.consent.model import TaskConsent
 from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.handoff import Handoff
 from deskhand_d.native.states import StateBook
-
-Mode = Literal["native", "jev"]
+from deskhand_d.protocol.requests import Mode
 
 
 @dataclass(slots=True)
