@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,20 @@ def open_client(socket: Path, session: str, *, answers: bool, name: str) -> Sync
     )
     assert r["type"] == "result", r
     return c
+
+
+def wait_status(
+    c: SyncClient,
+    condition: Callable[[dict[str, Any]], bool],
+    limit: float = 20,
+) -> dict[str, Any]:
+    """Ask ``status`` until ``condition`` holds for it (the daemon says where the queue is);
+    that status."""
+    deadline = time.monotonic() + limit
+    while not condition(status := c.call("status")["result"]):
+        assert time.monotonic() < deadline, f"status never matched: {status}"
+        time.sleep(0.01)  # the daemon's queue moves with a backend process: no event to wait on
+    return dict(status)
 
 
 class Desk:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from dhtest.desk import wait_status
 from dhtest.wsclient import SyncClient
 
 
@@ -180,15 +181,11 @@ def test_stop_during_inflight_action(desk_factory: Any) -> None:
     sid_b = b.call("get_app_state", app="Calculator")["result"]["state_id"]
     boss = desk.client("boss", name="boss")
     a.send_obj({"op": "press_key", "id": 70, "app": "Calculator", "state_id": sid_a, "key": "1"})
-    for _ in range(500):  # wait until a's action holds the desktop, so the order is certain
-        status = boss.call("status")["result"]
-        if "press_key" in status["desktop_holder"]:
-            break
-    assert "session a" in status["desktop_holder"]
+    # a's action holds the desktop, then b's waits behind it: the order is certain
+    holding = wait_status(boss, lambda s: "press_key" in s["desktop_holder"])
+    assert "session a" in holding["desktop_holder"]
     b.send_obj({"op": "press_key", "id": 71, "app": "Calculator", "state_id": sid_b, "key": "2"})
-    for _ in range(500):
-        if boss.call("status")["result"]["queue_depth"] == 1:
-            break
+    wait_status(boss, lambda s: s["queue_depth"] == 1)
     stopped = boss.call("stop")["result"]
     assert stopped["locked"] is True and stopped["cancelled"] == 2
     ra, rb = a.recv_obj(), b.recv_obj()

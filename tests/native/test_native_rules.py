@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+from dhtest.desk import wait_status
+
 
 def test_user_changed_app_puts_the_session_in_recovery(desk_factory: Any) -> None:
     """After "The user changed ..." every op is refused until a fresh observation of that app."""
@@ -49,13 +51,9 @@ def test_cancel_op_cancels_a_queued_request(desk_factory: Any) -> None:
     sid_a = a.call("get_app_state", app="Calculator")["result"]["state_id"]
     sid_b = b.call("get_app_state", app="Calculator")["result"]["state_id"]
     a.send_obj({"op": "press_key", "id": 80, "app": "Calculator", "state_id": sid_a, "key": "1"})
-    for _ in range(500):
-        if b.call("status")["result"]["desktop_holder"]:
-            break
+    wait_status(b, lambda s: "press_key" in s["desktop_holder"])
     b.send_obj({"op": "press_key", "id": 81, "app": "Calculator", "state_id": sid_b, "key": "2"})
-    for _ in range(500):
-        if b.call("status")["result"]["queue_depth"] == 1:
-            break
+    wait_status(b, lambda s: s["queue_depth"] == 1)
     done = b.call("cancel", request_id=81)
     assert done["result"]["kind"] == "done"
     replies = []
@@ -81,10 +79,13 @@ def test_queue_full_is_refused(desk_factory: Any) -> None:
     def run(i: int) -> None:
         results[i] = clients[i].call("get_app_state", app="Calculator")
 
+    admin = desk.client("admin")
     threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
-    for t in threads:
-        t.start()
-        time.sleep(0.15)
+    threads[0].start()
+    wait_status(admin, lambda s: "get_app_state" in s["desktop_holder"])  # the first one runs
+    threads[1].start()
+    wait_status(admin, lambda s: s["queue_depth"] == 1)  # the second one waits
+    threads[2].start()
     for t in threads:
         t.join(30)
     codes = sorted(r.get("error", {}).get("code", "ok") for r in results)
@@ -114,8 +115,14 @@ def test_queue_full_keeps_the_state_id_and_the_cli_waits_its_turn(desk_factory: 
         out = subprocess.run([*base, "--session", name, "--json", "observe", "Calculator"],
                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
         states.append(json.loads(out.stdout)["state_id"])
+    admin = desk.client("admin")
+    ready = (
+        lambda s: "press_key" in s["desktop_holder"],  # a's press runs
+        lambda s: s["queue_depth"] == 1,  # b's waits: the queue is full for c
+        lambda s: True,
+    )
     procs = []
-    for name, sid in zip(("a", "b", "c"), states, strict=True):
+    for name, sid, until in zip(("a", "b", "c"), states, ready, strict=True):
         procs.append(
             subprocess.Popen(
                 [*base, "--session", name, "press", "--app", "Calculator", "--state", sid, "1"],
@@ -125,7 +132,7 @@ def test_queue_full_keeps_the_state_id_and_the_cli_waits_its_turn(desk_factory: 
                 text=True,
             )
         )
-        time.sleep(0.1)
+        wait_status(admin, until)
     for proc in procs:
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0, err  # the third one was refused at first, then waited
@@ -134,6 +141,7 @@ def test_queue_full_keeps_the_state_id_and_the_cli_waits_its_turn(desk_factory: 
 def test_named_session_survives_reconnect_until_grace_ends(desk_factory: Any) -> None:
     """A named session keeps its state across connections, and ends after the grace period."""
     desk = desk_factory({"preapproved": ["Calculator"]}, config="[native]\nsession_grace_s = 1.0\n")
+    watcher = desk.client("watcher")
     c = desk.client("keep")
     sid = c.call("get_app_state", app="Calculator")["result"]["state_id"]
     c.close()
@@ -141,7 +149,8 @@ def test_named_session_survives_reconnect_until_grace_ends(desk_factory: Any) ->
     assert again.call("press_key", app="Calculator", state_id=sid, key="1")["type"] == "result"
     sid2 = again.call("get_app_state", app="Calculator")["result"]["state_id"]
     again.close()
-    time.sleep(2.5)
+    # the grace period ends the session: only the watcher's own session is left
+    wait_status(watcher, lambda s: s["sessions"] == 1)
     later = desk.client("keep")
     r = later.call("press_key", app="Calculator", state_id=sid2, key="1")
     assert r["error"]["code"] == "state_unknown"  # a new session: the old state is gone
@@ -203,9 +212,9 @@ def test_audit_log_records_metadata_only(desk_factory: Any) -> None:
     sid = c.call("get_app_state", app="Calculator")["result"]["state_id"]
     c.call("type_text", app="Calculator", state_id=sid, text="secret-typed-words")
     path = desk.root / "state" / "deskhand" / "audit" / "audit.jsonl"
-    for _ in range(100):
-        if path.exists() and len(path.read_text().splitlines()) >= 4:
-            break
+    deadline = time.monotonic() + 10  # the reply can overtake the end record's write
+    while not (path.exists() and len(path.read_text().splitlines()) >= 4):
+        assert time.monotonic() < deadline, "the audit log never got four lines"
         time.sleep(0.05)
     text = path.read_text()
     rows = [json.loads(x) for x in text.splitlines()]
