@@ -82,7 +82,10 @@ def test_emergency_stop_mid_action_is_unknown_and_queued_is_refused(desk: Any) -
     queued = d.start(
         "--session", "other", "type", "--app", "TextEdit", "--state", other["state_id"], "q"
     )
-    time.sleep(1.0)  # it waits in the queue behind the hanging call
+    deadline = time.monotonic() + 20  # until it waits in the queue behind the hanging call
+    while d.json("status")["queue_depth"] != 1:
+        assert queued.poll() is None, queued.communicate()
+        assert time.monotonic() < deadline, "the second action never reached the queue"
     assert queued.poll() is None
     stop = d.run("stop")
     assert stop.returncode == 0, stop.stderr
