@@ -352,12 +352,6 @@ class Backend:
         boxes: list[tuple[int, int, int, int] | None] = [None] * len(refs)
         complete = [True] * len(refs)
 
-        async def measure(at: int) -> None:
-            try:
-                boxes[at] = await apps.extents(self.bus, refs[at])
-            except (Gone, BusTimeout, CallFailed):
-                pass
-
         async def read(at: int) -> None:
             try:
                 root, walk = await read_tree(
@@ -365,12 +359,12 @@ class Backend:
                 )
             except (Gone, CallFailed):
                 return  # this surface closed meanwhile; the others still count
-            roots[at], complete[at] = root, walk.complete
+            # The walk reads the window's screen rectangle first thing: no call of our own.
+            roots[at], complete[at], boxes[at] = root, walk.complete, walk.box
 
         with one_error():
             async with trio.open_nursery() as nursery:
                 for at in range(len(refs)):
-                    nursery.start_soon(measure, at)
                     nursery.start_soon(read, at)
         shown = [at for at in range(len(refs)) if roots[at] is not None]
         if not shown:

@@ -156,6 +156,17 @@ def placement(box: Box | None, clip: Box | None) -> str:
     return SHOWN
 
 
+def needs_box(states: int) -> bool:
+    """Whether a child's rectangle can change :func:`where`'s answer for it. Pure.
+
+    An invisible or defunct child is not drawn whatever its rectangle says, so the walk need
+    not ask for it. Every other answer depends on the rectangle: on GTK 4 nothing but a
+    zero-sized rectangle marks an unmapped widget, and on GTK 3 a child that is not showing
+    is still counted as scrolled out of view when its rectangle lies outside the view.
+    """
+    return roles.has(states, State.VISIBLE) and not roles.has(states, State.DEFUNCT)
+
+
 def where(states: int, box: Box | None, clip: Box | None, *, window_showing: bool) -> str:
     """Whether a child object is on screen (:data:`SHOWN`), and if not, why. Pure.
 
@@ -167,7 +178,7 @@ def where(states: int, box: Box | None, clip: Box | None, *, window_showing: boo
     showing, as GTK 3 list cells out of view are not; otherwise ``showing`` decides where it
     is kept up to date.
     """
-    if not roles.has(states, State.VISIBLE) or roles.has(states, State.DEFUNCT):
+    if not needs_box(states):
         return NOT_DRAWN
     place = placement(box, clip)
     if place == NOT_DRAWN and window_showing:

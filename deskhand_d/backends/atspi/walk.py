@@ -24,6 +24,17 @@ parent/child structure for the whole application in one call; a node whose cache
 disagrees with the cached children (a subtree created since) is read live. Text, values and
 actions are always read live, since they change while the cache entry does not say so.
 GTK 3 has no such cache and is always walked live (it is fast there).
+
+Rectangles on the cached path are read ahead. A child can only be judged once its rectangle is
+known, so reading each rectangle when its parent has been judged costs one round trip to the
+application per level of the tree, and right after input a GTK 4 app answers each round trip
+only between the frames of its animations (5-20 ms each under software GL). Since the cache
+already names every object below the window, the rectangles of all of them that could be
+judged (see :func:`~.model.needs_box`) are asked for at once when the walk begins, and the walk
+takes each from there as it reaches it. Reads nobody takes (the contents of a stack page with
+no area, say) are cancelled when the walk ends. The number of rectangles is the same as read
+one by one: on GTK 4 nothing but the rectangle itself tells an unmapped widget (zero-sized) from
+a mapped one, so none can be left out without changing the tree (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -116,6 +127,17 @@ def parse_cache_items(items: Sequence[Sequence[Any]]) -> _Cache:
     return _Cache(out, counts)
 
 
+class _Ahead:
+    """A rectangle asked for before the walk reached its object (see the module notes)."""
+
+    __slots__ = ("box", "done", "error")
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.box: Box | None = None
+        self.error: BusError | None = None  # raised where the rectangle is taken, if ever
+
+
 @dataclass(slots=True)
 class Walk:
     """One read of one window: the budget, the optional cache and what was skipped."""
@@ -133,6 +155,39 @@ class Walk:
     box: Box | None = None  # the root's rectangle
     prefetched: dict[Ref, Basics] = field(default_factory=dict)
     facts: dict[Ref, Facts] = field(default_factory=dict)
+    ahead: dict[Ref, _Ahead] = field(default_factory=dict)
+
+    def read_ahead(self, nursery: trio.Nursery, window: Ref) -> None:
+        """Ask for the rectangles of every cached object below ``window`` that the walk may
+        judge, breadth first (the limiter serves callers in order, so shallow ones come
+        first), at most the budget's worth. Needs the cache; does nothing without it."""
+        cache = self.cache
+        if cache is None:
+            return
+        level = [window]
+        queued = 0
+        while level and queued < self.budget:
+            below: list[Ref] = []
+            for ref in level:
+                b = cache.items.get(ref)
+                if b is None or len(b.children) != cache.child_counts.get(ref, -1):
+                    continue  # read live when reached: its children are not known here
+                if not model.needs_box(b.states) and ref != window:
+                    continue  # left out on its states alone, with everything below it
+                if COMPONENT in b.interfaces and ref not in self.ahead:
+                    slot = self.ahead[ref] = _Ahead()
+                    nursery.start_soon(self._fill, ref, slot)
+                    queued += 1
+                below.extend(b.children)
+            level = below
+
+    async def _fill(self, ref: Ref, slot: _Ahead) -> None:
+        try:
+            slot.box = await self._box(ref, None)
+        except BusError as exc:  # a timeout, a lost bus: it matters only if the walk gets here
+            slot.error = exc
+        finally:
+            slot.done.set()
 
     async def basics(self, ref: Ref) -> Basics:
         """From the cache when it is consistent for ``ref``, else read live."""
@@ -259,10 +314,22 @@ class Walk:
         x, y, w, h = (int(v) for v in box)
         return x, y, w, h
 
-    async def _read(self, ref: Ref) -> tuple[Basics, Box | None]:
-        """Basics and rectangle, read together."""
-        got: list[Box | None] = []
+    async def _read(self, ref: Ref, *, root: bool = False) -> tuple[Basics, Box | None]:
+        """Basics and rectangle, read together; the rectangle from the read-ahead when it was
+        asked for there, and not at all for a child its states already leave out."""
         cached = self.cache.items.get(ref) if self.cache is not None else None
+        slot = self.ahead.get(ref)
+        if slot is not None or (cached is not None and not root):
+            b = await self.basics(ref)
+            if COMPONENT not in b.interfaces or not (root or model.needs_box(b.states)):
+                return b, None
+            if slot is None:
+                return b, await self._box(ref, b.interfaces)
+            await slot.done.wait()
+            if slot.error is not None:
+                raise slot.error
+            return b, slot.box
+        got: list[Box | None] = []
         known = self.facts.get(ref)
         ifaces = cached.interfaces if cached else (known.interfaces if known else None)
 
@@ -287,7 +354,7 @@ class Walk:
             return None, model.NOT_DRAWN
         self.seen += 1
         try:
-            b, box = await self._read(ref)
+            b, box = await self._read(ref, root=root)
         except (Gone, CallFailed):
             if root:
                 raise
@@ -367,5 +434,11 @@ async def read_tree(
 
     ``facts`` carries what never changes per object from one walk of an app to the next."""
     walk = Walk(bus, budget=budget, cache=cache, facts={} if facts is None else facts)
-    root, _ = await walk.node(window, root=True)
+    with one_error():
+        async with trio.open_nursery() as nursery:
+            walk.read_ahead(nursery, window)
+            try:
+                root, _ = await walk.node(window, root=True)
+            finally:
+                nursery.cancel_scope.cancel()  # rectangles of what the walk left out
     return root, walk
