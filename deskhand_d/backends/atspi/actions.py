@@ -8,24 +8,36 @@ Failures are raised as :class:`ToolError` carrying the exact text the client rec
 Clicks by index press the element through its Action interface (its press-like action, see
 :func:`~.roles.primary_action`); an element without one, or a right or middle click, is clicked
 at its centre through XTest. Everything keyboard and coordinate based goes through XTest.
+
+A GTK button pressed through its ``click`` action acts only when GTK's 250 ms activation
+timeout ends (:func:`~.model.click_is_delayed`), so a single left click by index on one is
+delivered as a pointer click at its centre instead, where that is provably the button a person
+would press (:meth:`~.x11.X11.press_in_window` checks it under a server grab: the app's own
+window, top-most at that point, nothing of another app or of its own popups over it, no pointer
+grab), and through the action anywhere else. The pointer then rests on the button, as after a
+click by coordinates.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from ..skyserver import texts
 from . import roles
 from .apps import WINDOW_COORDS, extents
-from .bus import Bus, BusError, BusTimeout, CallFailed, Gone
-from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref
+from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
+from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref, click_is_delayed
 from .roles import Role, State
 from .screen import Screen, ScreenUnavailable, centre, to_screen
 from .x11guard import Guard
+
+if TYPE_CHECKING:
+    from .x11 import X11
 
 DIRECTIONS = ("up", "down", "left", "right")
 SELECTIONS = ("text", "cursor_before", "cursor_after")
@@ -52,6 +64,7 @@ class Target:
     screen: Screen
     origin: tuple[int, int]
     guard: Guard | None = None
+    window: Ref | None = None  # the app's window (or popup) the element is in, when known
 
 
 async def _x11(target: Target, what: str, *args: object) -> None:
@@ -105,8 +118,10 @@ CELL_ROLES: Final = frozenset({56, 57, 58, 10, 47})
 
 async def click_element(
     target: Target, node: Node, button: str, count: int, *, gtk3: bool = False
-) -> None:
-    """Click ``node``: its press-like action, else the pointer at its centre.
+) -> bool:
+    """Click ``node``: its press-like action, else the pointer at its centre. True when the
+    click was a pointer press standing in for a delayed button action (see the module notes):
+    its effect then comes at once.
 
     ``gtk3``: the app is a GTK 3 one, whose screen coordinates are right. A menu item is then
     chosen and a list cell clicked with the pointer, at the centre of its screen rectangle, as
@@ -120,9 +135,12 @@ async def click_element(
     primary = roles.primary_action(node.actions)
     by_pointer = gtk3 and node.role in LEAF_MENU_ROLES | CELL_ROLES and button == "left"
     if button == "left" and primary is not None and not by_pointer:
+        delayed = count == 1 and click_is_delayed(node.role, node.actions)
+        if delayed and await _press_with_pointer(target, node):
+            return True
         for _ in range(count):
             await _do_action(target.bus, node.ref, primary)
-        return
+        return False
     if by_pointer:
         try:
             box = await extents(target.bus, node.ref)
@@ -136,6 +154,45 @@ async def click_element(
     await _x11(target, "click", x, y, button, count)
     if by_pointer and node.role in LEAF_MENU_ROLES:
         await _menu_closed(target.bus, node.ref)
+    return False
+
+
+async def _press_with_pointer(target: Target, node: Node) -> bool:
+    """A left click at the centre of ``node`` through the pointer, when it provably lands on
+    that element in the app's own window (:meth:`~.x11.X11.press_in_window`); False, with
+    nothing sent, when it cannot be shown to. Both rectangles are the toolkit's, relative to
+    the window (GTK 4 knows no other); the X server says where the window is."""
+    guard, window = target.guard, target.window
+    if guard is None or window is None or COMPONENT not in node.interfaces:
+        return False
+    got: dict[str, tuple[int, int, int, int]] = {}
+
+    async def one(key: str, ref: Ref) -> None:
+        got[key] = await extents(target.bus, ref, WINDOW_COORDS)
+
+    try:
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, "element", node.ref)
+                nursery.start_soon(one, "window", window)
+    except BusError:
+        return False  # the action says what became of the element
+    walked = node.box
+    x, y = target.origin
+    if walked is None or got["element"] != (walked[0] - x, walked[1] - y, walked[2], walked[3]):
+        return False  # it moved since the tree that placed it was read
+    size = got["window"][2], got["window"][3]
+    sending = threading.Event()
+
+    def press(display: X11) -> bool:
+        return display.press_in_window(size, got["element"], guard, sending)
+
+    try:
+        return await target.screen.run(press, stop=guard.stop)
+    except ScreenUnavailable as exc:
+        if sending.is_set():  # the click may have gone out: never press a second time
+            raise ToolError(x11_unavailable(str(exc))) from None
+        return False
 
 
 #: How long a chosen menu item may take to close its menu (GTK closes it, then runs it).

@@ -32,7 +32,7 @@ import trio
 from .. import surface
 from ..skyserver import texts
 from ..skyserver.tools import Outcome
-from . import actions, apps, gmenu, render
+from . import actions, apps, gmenu, model, render
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
@@ -479,7 +479,13 @@ class Backend:
         """``where`` measured from the window ``node`` is in (a dialog is not at the origin
         of the rectangle around all of the app's windows), for pointer input at an element."""
         index = session.rendering.nodes.index(node)
-        return dataclasses.replace(where, origin=session.origin_of(index))
+        # A button is pressed with the pointer only in an app showing one window and no
+        # popup inside it, wholly in view with nothing of the tree over it: anything of the
+        # app's own could lie over the button otherwise (see .actions).
+        root = session.rendering.nodes[0]
+        alone = len(session.surfaces) == 1 and not model.popup_open(root)
+        window = session.surfaces[0].ref if alone and model.clear_in_view(root, node) else None
+        return dataclasses.replace(where, origin=session.origin_of(index), window=window)
 
     async def _act(self, name: str, session: Session, args: dict[str, Any]) -> str | None:
         """Perform one action tool; returns the selected text after ``select_text``.
@@ -496,13 +502,15 @@ class Backend:
                 raise ToolError(texts.INVALID_PARAMETER)
             if isinstance(args.get("element_index"), str):
                 node = await self._live_element(session, args["element_index"])
-                await actions.click_element(
+                at_once = await actions.click_element(
                     self._in_window(where, session, node),
                     node,
                     button,
                     count,
                     gtk3=await self._toolkit_major(session) == 3,
                 )
+                if at_once:
+                    self.settler.at_once()
                 return None
             x, y = args.get("x"), args.get("y")
             if not (_is_number(x) and _is_number(y)):

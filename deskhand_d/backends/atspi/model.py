@@ -194,6 +194,98 @@ def where(states: int, box: Box | None, clip: Box | None, *, window_showing: boo
     return NOT_DRAWN if hidden(states, window_showing=window_showing) else SHOWN
 
 
+#: GtkButton and what derives from it (toggle and menu buttons): their AT-SPI ``click`` action
+#: shows the button pressed and emits ``clicked`` only when GTK's 250 ms activation timeout
+#: ends (``ACTIVATE_TIMEOUT`` in gtkbutton.c, GTK 3 and GTK 4).
+DELAYED_CLICK_ROLES: Final = frozenset(
+    {Role.PUSH_BUTTON, Role.TOGGLE_BUTTON, Role.PUSH_BUTTON_MENU}
+)
+
+
+def click_is_delayed(role: int, actions: tuple[str, ...]) -> bool:
+    """Whether pressing an element with this role and these actions through its press-like
+    action takes effect only after GTK's activation timeout. Pure."""
+    primary = roles.primary_action(actions)
+    if primary is None or role not in DELAYED_CLICK_ROLES:
+        return False
+    return actions[primary].rsplit(".", 1)[-1].casefold() == "click"
+
+
+def sure_point(
+    rect: Box, size: tuple[int, int], frame: Box, *, margin: int = 2
+) -> tuple[int, int] | None:
+    """A root-window point that lies inside ``rect`` wherever the toolkit placed its window's
+    content inside the X window ``frame``, or None when there is none. Pure.
+
+    ``rect`` is relative to the toolkit's window of ``size``; ``frame`` is the X window holding
+    it, which may be larger (GTK 4 and GTK 3 windows with client-side decorations keep an
+    invisible border around their content and do not say how it is split between the sides).
+    The content lies somewhere inside the frame, so every possible position of ``rect`` is
+    covered, and the point is the middle of the part common to all of them, ``margin`` pixels
+    clear of its edges. ``rect`` must lie wholly inside the window.
+    """
+    x, y, w, h = rect
+    fx, fy, fw, fh = frame
+    slack_x, slack_y = fw - size[0], fh - size[1]
+    if w <= 0 or h <= 0 or slack_x < 0 or slack_y < 0:
+        return None
+    if x < 0 or y < 0 or x + w > size[0] or y + h > size[1]:
+        return None
+    left, right = fx + x + slack_x, fx + x + w  # common to all placements: [left, right)
+    top, bottom = fy + y + slack_y, fy + y + h
+    if right - left <= 2 * margin or bottom - top <= 2 * margin:
+        return None
+    return (left + right) // 2, (top + bottom) // 2
+
+
+def popup_open(root: Node) -> bool:
+    """Whether something below ``root`` opens a surface of its own (a popover, tooltip or
+    dialog inside the window's tree, or a menu showing its items: a GTK 3 menu-bar title is a
+    menu whose closed items are left out): such a surface may cover any point of the window.
+    Pure."""
+    return any(
+        depth > 0 and node.role in SURFACE_ROLES and (node.children or node.role != Role.MENU)
+        for depth, node, _ in root.walk()
+    )
+
+
+def clear_in_view(root: Node, target: Node) -> bool:
+    """Whether ``target``'s rectangle, as walked, lies wholly in view (inside the window and
+    every scrolled view around it) and overlaps no element of the tree other than its own
+    ancestors and descendants (an overlay, a toast, a neighbour drawn over it). Then a pointer
+    press in it reaches ``target`` and nothing else. Pure."""
+    box = target.box
+    if box is None or box[2] <= 0 or box[3] <= 0:
+        return False
+    path = _path_to(root, target)
+    if path is None:
+        return False
+    clip = root.box if root.box is not None and root.box[2] > 0 and root.box[3] > 0 else None
+    for node in path[1:-1]:
+        clip = child_clip(node.role, node.box, clip)
+    if clip is not None and intersect(clip, box) != box:
+        return False
+    related = {id(node) for node in path} | {id(node) for _, node, _ in target.walk()}
+    for _, other, _ in root.walk():
+        if id(other) in related or other.box is None:
+            continue
+        common = intersect(other.box, box)
+        if common[2] > 0 and common[3] > 0:
+            return False
+    return True
+
+
+def _path_to(root: Node, target: Node) -> list[Node] | None:
+    """The nodes from ``root`` down to ``target`` (the very object), or None."""
+    if root is target:
+        return [root]
+    for child in root.children:
+        below = _path_to(child, target)
+        if below is not None:
+            return [root, *below]
+    return None
+
+
 def resolve_sides(places: list[str]) -> list[str]:
     """Children's places with :data:`OUT` made :data:`ABOVE` when a shown child follows it
     (the rows before the visible ones; a column header that stays on screen comes first and

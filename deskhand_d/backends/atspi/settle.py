@@ -33,11 +33,10 @@ from typing import Any, Final
 
 import trio
 
-from . import roles
 from .bus import Bus
 from .damage import Damage, DamageUnavailable, Rect
 from .events import Activity, Events
-from .model import Node
+from .model import Node, click_is_delayed
 from .screen import Screen, ScreenUnavailable, significant_bytes, usable_rect
 
 
@@ -62,13 +61,6 @@ LIMITS: Final = Limits()
 _RETRY_DAMAGE_S: Final = 5.0  # after the display refused damage, ask again this much later
 
 
-# GtkButton and what derives from it (toggle and menu buttons): their "click" action animates
-# a key press and emits "clicked" when GTK's 250 ms activation timeout ends.
-_LAGGING_ROLES: Final = frozenset(
-    {roles.Role.PUSH_BUTTON, roles.Role.TOGGLE_BUTTON, roles.Role.PUSH_BUTTON_MENU}
-)
-
-
 def lags(name: str, args: Mapping[str, Any], nodes: Sequence[Node]) -> bool:
     """Whether a tool call is a click by index that presses a button through its ``click``
     action, whose effect GTK delays (see the module notes). Pure."""
@@ -78,10 +70,7 @@ def lags(name: str, args: Mapping[str, Any], nodes: Sequence[Node]) -> bool:
     if not isinstance(given, str) or not given.isdigit() or int(given) >= len(nodes):
         return False
     node = nodes[int(given)]
-    primary = roles.primary_action(node.actions)
-    if primary is None or node.role not in _LAGGING_ROLES:
-        return False
-    return node.actions[primary].rsplit(".", 1)[-1].casefold() == "click"
+    return click_is_delayed(node.role, node.actions)
 
 
 def tree_wait(
@@ -161,6 +150,12 @@ class Settler:
         before (say, while it was given the keyboard) is not."""
         if self._input is not None:
             self._input.before = self.events.activity(self._input.bus_name)
+
+    def at_once(self) -> None:
+        """The latest input was delivered so that it acts at once (a button pressed with the
+        pointer rather than through its delayed action): no longer look for a late reaction."""
+        if self._input is not None:
+            self._input.lagging = False
 
     def input_ended(self) -> None:
         """Call as soon as the action has been delivered."""

@@ -38,7 +38,7 @@ from Xlib import display as xdisplay
 from Xlib import error as xerror
 from Xlib.ext import xtest
 
-from deskhand_d.backends.atspi import png, x11focus, xlibquirks
+from deskhand_d.backends.atspi import model, png, x11focus, xlibquirks
 from deskhand_d.backends.atspi.x11guard import (
     Guard,
     Progress,
@@ -224,6 +224,72 @@ class X11:
                     self._move(px, py)
                     self._fake(X.ButtonPress, number)
                     self._fake(X.ButtonRelease, number)
+
+    def press_in_window(
+        self,
+        size: tuple[int, int],
+        rect: tuple[int, int, int, int],
+        guard: Guard,
+        sending: threading.Event,
+    ) -> bool:
+        """Click the left button at the centre of ``rect`` (pixels of the guarded app's
+        window of ``size``), only where that is provably the element a person would press;
+        False, with nothing sent, anywhere else. ``sending`` is set just before the events go.
+
+        Checked and sent under one server grab: the app has exactly one viewable top-level
+        window of that size (its position comes from the X server, so window-relative
+        rectangles such as GTK 4's land right under a window manager too; the X window may be
+        larger than ``size``, by an invisible border, never smaller); ``rect`` lies
+        wholly inside it and on the screen, and the point lies on it wherever the toolkit
+        placed its content in the X window (:func:`~.model.sure_point`); that window is the
+        top-most one at the point
+        (no other window, not even one of the app's own popups, covers the point); the
+        window the click would reach belongs to the guarded process; and no client holds a
+        pointer grab (an open menu or popover would take the click instead).
+        """
+        if guard.stop.is_set():
+            raise Progress(1, "clicks").stopped("cancelled", "the call was cancelled")
+        with self._session():
+            self._conn.grab_server()
+            try:
+                point = self._press_point(size, rect, guard)
+                if point is None:
+                    return False
+                sending.set()
+                self._move(*point)
+                self._fake(X.ButtonPress, 1)
+                self._fake(X.ButtonRelease, 1)
+                self._conn.sync()
+                return True
+            finally:
+                self._conn.ungrab_server()
+                self._conn.flush()
+
+    def _press_point(
+        self, size: tuple[int, int], rect: tuple[int, int, int, int], guard: Guard
+    ) -> tuple[int, int] | None:
+        """Where :meth:`press_in_window` may click, or None (see there). Under the grab."""
+        try:
+            windows = self._targets.windows_of(guard.pid, size)
+            if len(windows) != 1:
+                return None  # none, or two the rectangle cannot tell apart
+            window, frame = windows[0]
+            fx, fy, fw, fh = frame
+            if fx < 0 or fy < 0 or fx + fw > self.width or fy + fh > self.height:
+                return None  # partly off screen
+            point = model.sure_point(rect, size, frame)
+            if point is None:
+                return None
+            chain = self._targets.chain_at(*point)
+            if window not in chain:
+                return None
+            if self._targets.check(guard.pid, chain[-1], "the click") is not None:
+                return None
+            if self._targets.pointer_grabbed():
+                return None
+        except xerror.XError:  # a window went away while we looked: not provably safe
+            return None
+        return point
 
     def drag(self, x1: float, y1: float, x2: float, y2: float, guard: Guard | None = None) -> None:
         """Press the left button at ``(x1, y1)``, move in steps to ``(x2, y2)``, release.

@@ -15,6 +15,11 @@ between, so input can never slip into another app through the gap.
   ``_NET_WM_PID`` of its top-level window.
 * A button or key that is down when input stops is released while our own client holds the
   pointer or keyboard grab, so the release reaches no app and nothing stays stuck.
+* A click by index that stands in for a GTK button's delayed action (see :mod:`.actions`) asks
+  more, under the same grab: which of the process's top-level windows holds the element
+  (:meth:`Targets.windows_of`), whether that window is the top-most one at the point
+  (:meth:`Targets.chain_at`), and whether any client holds a pointer grab
+  (:meth:`Targets.pointer_grabbed`); if any answer is wrong, nothing is sent.
 
 :class:`InputStopped` says how far input got: ``done`` of ``total`` units (characters, keys,
 clicks, wheel steps, drag steps) and why it stopped (``target_changed``: another app's window
@@ -147,6 +152,53 @@ class Targets:
             found = _wid(child)
             child = child.translate_coords(self._root, x, y).child
         return found
+
+    def chain_at(self, x: int, y: int) -> list[int]:
+        """The mapped windows containing root point ``(x, y)``, top-level first, each the
+        top-most child of the one before it (the last is :meth:`window_at`'s)."""
+        found: list[int] = []
+        child = self._root.translate_coords(self._root, x, y).child
+        while child and _wid(child) != X.NONE:
+            found.append(_wid(child))
+            child = child.translate_coords(self._root, x, y).child
+        return found
+
+    def windows_of(
+        self, pid: int, size: tuple[int, int]
+    ) -> list[tuple[int, tuple[int, int, int, int]]]:
+        """``(window, (x, y, width, height))`` in root pixels for each viewable top-level
+        window of ``pid`` (by its ``_NET_WM_PID``; under a window manager, the client inside
+        a frame) at least ``size`` large, and less than twice as large each way (a toolkit's
+        invisible border is a few pixels)."""
+        atom = int(self._conn.intern_atom("_NET_WM_PID"))
+        found: list[tuple[int, tuple[int, int, int, int]]] = []
+        for top in self._root.query_tree().children:
+            if top.get_attributes().map_state != X.IsViewable:
+                continue
+            for window in (top, *top.query_tree().children):
+                prop = window.get_full_property(atom, Xatom.CARDINAL)
+                if prop is None or not prop.value or int(prop.value[0]) != pid:
+                    continue
+                geometry = window.get_geometry()
+                w, h = int(geometry.width), int(geometry.height)
+                if size[0] <= w < 2 * size[0] and size[1] <= h < 2 * size[1]:
+                    at = self._root.translate_coords(window, 0, 0)
+                    found.append((_wid(window), (int(at.x), int(at.y), w, h)))
+                break  # a frame holds one client
+        return found
+
+    def pointer_grabbed(self) -> bool:
+        """Whether some client holds an active pointer grab (an open menu or popover does):
+        then X sends pointer events to that client wherever the pointer is. Asked by trying
+        to grab the pointer ourselves and letting it go at once (call it under the server
+        grab, so that no other client can grab in between)."""
+        status = self._root.grab_pointer(
+            False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
+        )
+        if status != X.GrabSuccess:
+            return True
+        self._conn.ungrab_pointer(X.CurrentTime)
+        return False
 
     def key_window(self) -> int:
         """The window key events would reach now (0: none)."""
