@@ -1,0 +1,201 @@
+"""``deskhandctl mcp config`` without ``--write``: the entry, its file and the host's command,
+for every host and scope; nothing is written."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from conftest import ARGS, COMMAND, ROOT, SOCKET, Desk, files_in, snippet
+
+HOSTS_SCOPES = [
+    ("claude-code", "user", ".claude.json", "mcpServers"),
+    ("claude-code", "project", "project/.mcp.json", "mcpServers"),
+    ("codex", "user", ".codex/config.toml", "mcp_servers"),
+    ("codex", "project", "project/.codex/config.toml", "mcp_servers"),
+    ("cursor", "user", ".cursor/mcp.json", "mcpServers"),
+    ("cursor", "project", "project/.cursor/mcp.json", "mcpServers"),
+    ("claude-desktop", "user", ".config/Claude/claude_desktop_config.json", "mcpServers"),
+    ("vscode", "user", ".config/Code/User/mcp.json", "servers"),
+    ("vscode", "project", "project/.vscode/mcp.json", "servers"),
+]
+
+
+def parsed_entry(out: str, key: str, name: str = "deskhand") -> dict[str, object]:
+    text = snippet(out)
+    doc = tomllib.loads(text) if key == "mcp_servers" else json.loads(text)
+    assert list(doc) == [key]
+    assert list(doc[key]) == [name]
+    entry: dict[str, object] = doc[key][name]
+    return entry
+
+
+@pytest.mark.parametrize(("host", "scope", "relative", "key"), HOSTS_SCOPES)
+def test_prints_the_entry_and_its_file(
+    desk: Desk, host: str, scope: str, relative: str, key: str
+) -> None:
+    """The printed snippet parses in the host's format and starts this interpreter."""
+    res = desk.cli("--host", host, "--scope", scope)
+    assert res.code == 0, res.err
+    entry = parsed_entry(res.out, key)
+    assert entry["command"] == COMMAND
+    assert entry["args"] == ARGS
+    assert entry["env"] == {"DESKHAND_SOCKET": SOCKET}
+    if host in ("claude-code", "vscode"):
+        assert entry["type"] == "stdio"
+    if host == "codex":
+        assert entry["tool_timeout_sec"] == 600
+        assert "tool_timeout_sec" in res.out.split("Or ", 1)[1]
+    assert f"File: {desk.path(relative)}\n" in res.out
+    assert f"--host {host}" in res.out and "--write" in res.out
+    assert files_in(desk.home) == [] and files_in(desk.project) == []
+
+
+def host_command(out: str, program: str) -> list[str]:
+    line = next(line for line in out.splitlines() if line.startswith(f"  {program} "))
+    return shlex.split(line)
+
+
+def test_claude_code_command(desk: Desk) -> None:
+    """claude mcp add with the scope, the env before --transport, the name, then the command."""
+    for scope in ("user", "project"):
+        argv = host_command(desk.cli("--host", "claude-code", "--scope", scope).out, "claude")
+        assert argv == [
+            "claude",
+            "mcp",
+            "add",
+            "--scope",
+            scope,
+            "-e",
+            f"DESKHAND_SOCKET={SOCKET}",
+            "--transport",
+            "stdio",
+            "deskhand",
+            "--",
+            COMMAND,
+            *ARGS,
+        ]
+
+
+def test_codex_and_vscode_commands(desk: Desk) -> None:
+    """codex mcp add and code --add-mcp for the user scope; none for project scope."""
+    out = desk.cli("--host", "codex", "--name", "desk-2").out
+    assert host_command(out, "codex") == [
+        "codex",
+        "mcp",
+        "add",
+        "desk-2",
+        "--env",
+        f"DESKHAND_SOCKET={SOCKET}",
+        "--",
+        COMMAND,
+        *ARGS,
+    ]
+    assert "[mcp_servers.desk-2]" in out and "--name desk-2" in out
+    spec = json.loads(host_command(desk.cli("--host", "vscode").out, "code")[2])
+    assert spec == {
+        "name": "deskhand",
+        "type": "stdio",
+        "command": COMMAND,
+        "args": ARGS,
+        "env": {"DESKHAND_SOCKET": SOCKET},
+    }
+    for host, scope in [("codex", "project"), ("vscode", "project"), ("cursor", "user")]:
+        assert " add it:" not in desk.cli("--host", host, "--scope", scope).out
+
+
+def test_env_only_where_needed(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No env without XDG_RUNTIME_DIR (the default socket is then fixed) or on macOS;
+    DESKHAND_SOCKET and DESKHAND_CONFIG pass on when set."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    assert "env" not in parsed_entry(desk.cli("--host", "cursor").out, "mcpServers")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", "/run/user/4242")
+    out = desk.cli("--host", "cursor", "--platform", "macos").out
+    assert "env" not in parsed_entry(out, "mcpServers")
+    monkeypatch.setenv("DESKHAND_SOCKET", "/tmp/elsewhere.sock")
+    monkeypatch.setenv("DESKHAND_CONFIG", "profile/config.toml")
+    entry = parsed_entry(desk.cli("--host", "codex").out, "mcp_servers")
+    assert entry["env"] == {
+        "DESKHAND_SOCKET": "/tmp/elsewhere.sock",
+        "DESKHAND_CONFIG": str(desk.project / "profile" / "config.toml"),
+    }
+
+
+def test_platform_paths(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
+    """macOS paths under Library; XDG_CONFIG_HOME and CODEX_HOME are honoured; Claude
+    Desktop's Windows path is printed for reference."""
+    support = desk.home / "Library" / "Application Support"
+    out = desk.cli("--host", "claude-desktop", "--platform", "macos").out
+    assert f"File: {support}/Claude/claude_desktop_config.json\n" in out
+    assert r"%APPDATA%\Claude\claude_desktop_config.json" in out
+    out = desk.cli("--host", "vscode", "--platform", "macos").out
+    assert f"File: {support}/Code/User/mcp.json\n" in out
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(desk.home / "xdg"))
+    monkeypatch.setenv("CODEX_HOME", str(desk.home / "codex-home"))
+    assert f"File: {desk.home}/xdg/Code/User/mcp.json\n" in desk.cli("--host", "vscode").out
+    out = desk.cli("--host", "claude-desktop")
+    assert f"File: {desk.home}/xdg/Claude/claude_desktop_config.json\n" in out.out
+    assert "no official Linux build" in out.out
+    assert f"File: {desk.home}/codex-home/config.toml\n" in desk.cli("--host", "codex").out
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(desk.home / "cc"))
+    assert "CLAUDE_CONFIG_DIR is set" in desk.cli("--host", "claude-code").out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["--host", "zed"],
+        ["--host", "claude-desktop", "--scope", "project"],
+        ["--host", "cursor", "--name", "desk hand"],
+        ["--host", "cursor", "--name", "x" * 65],
+        ["--host", "cursor", "--write", "--platform", "macos"],
+    ],
+)
+def test_usage_errors(desk: Desk, args: list[str]) -> None:
+    """Bad usage exits 2 with a message and writes nothing."""
+    res = desk.cli(*args)
+    assert res.code == 2
+    assert "error:" in res.err
+    assert files_in(desk.home) == [] and files_in(desk.project) == []
+
+
+def test_help(desk: Desk) -> None:
+    res = desk.cli("--help")
+    assert res.code == 0
+    assert res.out.startswith("usage: deskhandctl mcp config")
+
+
+def test_subprocess_prints(desk: Desk) -> None:
+    """The module in a process of its own prints the same parseable entry."""
+    res = desk.sub("--host", "claude-desktop")
+    assert res.code == 0, res.err
+    assert parsed_entry(res.out, "mcpServers")["command"] == COMMAND
+
+
+def _passthrough() -> bool:
+    done = subprocess.run(
+        [sys.executable, "-m", "deskhandctl", "mcp", "config", "--help"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode == 0 and "deskhandctl mcp config" in done.stdout
+
+
+@pytest.mark.skipif(not _passthrough(), reason="deskhandctl mcp does not hand over config yet")
+def test_through_deskhandctl_mcp(desk: Desk) -> None:
+    """python -m deskhandctl mcp config reaches this module, printing and writing."""
+    argv = [sys.executable, "-m", "deskhandctl", "mcp", "config"]
+    res = desk.sub("--host", "codex", "--scope", "project", argv=argv)
+    assert res.code == 0, res.err
+    assert parsed_entry(res.out, "mcp_servers")["command"] == COMMAND
+    res = desk.sub("--host", "cursor", "--scope", "project", "--write", argv=argv)
+    assert res.code == 0, res.err
+    written = json.loads((desk.project / ".cursor" / "mcp.json").read_text())
+    assert written["mcpServers"]["deskhand"]["args"] == ARGS
