@@ -23,7 +23,6 @@ from deskhandctl.exitcodes import (
     DaemonError,
     TimedOut,
 )
-from deskhandctl.grammar import PASSTHROUGH
 from deskhandctl.parser import parse
 
 TYPE_CHECKING = False
@@ -104,10 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help and --version exit 0, usage errors 2
         return exc.code if isinstance(exc.code, int) else USAGE
-    if args.command == PASSTHROUGH:
+    if args.command == "service":
         from deskhandctl.service import main as service_main  # only this command needs it
 
         return service_main(args.rest)
+    if args.command == "mcp":  # a long-running MCP server on stdio, or its host set-up
+        from deskhandctl.mcpserver import main as mcp_main
+
+        return mcp_main(args.rest, socket=args.socket, no_autostart=args.no_autostart)
     if args.command in ("ax parse", "eval"):  # offline: no daemon, no socket
         from deskhandctl.offline import run_offline
 

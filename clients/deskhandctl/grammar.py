@@ -23,8 +23,9 @@ if TYPE_CHECKING:
     Check = Callable[[dict[str, object]], str | None]
 
 PROG = "deskhandctl"
-PASSTHROUGH = "service"
-"""Everything after this command is passed untouched to ``deskhandctl.service.main``."""
+PASSTHROUGH = frozenset({"service", "mcp"})
+"""Commands whose words after them are passed untouched to their own ``main``
+(``deskhandctl.service.main``, ``deskhandctl.mcpserver.main``), which parses them."""
 DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
 EPILOG = (
     "Exit codes: 0 ok, 1 error reply or failed action, 2 usage, 69 daemon not running, "
@@ -715,8 +716,13 @@ COMMANDS: dict[str, Command] = {
         ),
         Command("unlock", "release the emergency stop", "unlock"),
         Command(
-            PASSTHROUGH,
+            "service",
             "install or uninstall the systemd/launchd user service (see 'service --help')",
+        ),
+        Command(
+            "mcp",
+            "serve Deskhand to an AI agent host over MCP on stdio, or set a host up "
+            "(see 'mcp --help')",
         ),
     )
 }
@@ -736,8 +742,9 @@ class Args:
     """A parsed command line.
 
     ``command`` is the command's name (``"apps add"`` for a subcommand), ``params`` its own
-    arguments keyed by request field (None when not given), ``rest`` the words after
-    ``service``, and one attribute per global option (``timeout`` None when not given).
+    arguments keyed by request field (None when not given), ``rest`` the words after a
+    passthrough command (``service``, ``mcp``), and one attribute per global option
+    (``timeout`` None when not given).
     """
 
     __slots__ = (

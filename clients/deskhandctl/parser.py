@@ -9,7 +9,7 @@ building a parser cost about as much as starting Python itself, and ``deskhandct
 should start fast. A test checks that both agree wherever the fast one gives an answer.
 
 Global options are accepted before and after the command; a command's own options come after
-it. Everything after ``service`` is passed untouched to ``deskhandctl.service.main``.
+it. Everything after ``service`` or ``mcp`` is passed untouched to that command's ``main``.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def parse_fast(argv: list[str]) -> Args | None:
                 if command is None:
                     return None
                 name = word
-                if word == PASSTHROUGH:
+                if word in PASSTHROUGH:
                     return Args(word, values, rest=argv[i:])
             elif command.subcommands:
                 command = command.subcommands.get(word)

@@ -72,7 +72,7 @@ def parse_slow(argv: list[str]) -> Args:
         target.error(f"unrecognized arguments: {' '.join(extras)}")
     rest = list(values.pop("rest", []))
     options = {o.dest: values.pop(o.dest) for o in OPTIONS if o.dest in values}
-    if name != PASSTHROUGH:
+    if name not in PASSTHROUGH:
         check = leaf(name).check
         problem = None if check is None else check(values)
         if problem is not None:
@@ -105,13 +105,14 @@ def build(argv: Collection[str]) -> tuple[Parser, dict[str, Parser]]:
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )
     for name, command in COMMANDS.items():
-        if name == PASSTHROUGH:
+        if name in PASSTHROUGH:
             sub = commands.add_parser(
                 name,
                 help=command.help,
                 add_help=False,
                 formatter_class=Formatter,
-                # No option prefix: every word after 'service' (even --help) goes to its parser.
+                # No option prefix: every word after 'service' or 'mcp' (even --help) goes to its
+                # own parser.
                 prefix_chars="\0",
             )
             sub.add_argument("rest", nargs=argparse.REMAINDER)

@@ -9,6 +9,12 @@ Every blocking call gets its own deadline of ``timeout`` seconds (a slow trickle
 stretch it); when it passes, :class:`TimeoutError` propagates. Socket errors are reported as
 :class:`ConnectionLost` (or :class:`ClosedBeforeHandshake` while the server has not answered the
 Upgrade request at all), a close frame from the server as :class:`ConnectionClosed`.
+
+Frames are written under a lock, so one thread may send while another receives (and answers a
+ping from inside :meth:`WebSocket.receive`) without their frames interleaving: ``deskhandctl
+mcp`` reads replies on one thread while tool calls send from others. A shared WebSocket is
+then opened with ``timeout=None`` after its handshake, so no thread changes another's
+socket timeout.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 # The C socket type, not the ``socket`` module: that module's Python layer only adds what this
 # client does not use (enum-typed constants, makefile, selectors) and costs ~4 ms of start-up.
 import _socket
+import _thread
 import time
 
 from deskhandctl.wsframes import (
@@ -114,6 +121,7 @@ class WebSocket:
         self._reader = FrameReader(max_message_size=max_message_size)
         self._close_sent = False
         self._server_close: Close | None = None
+        self._send_lock = _thread.allocate_lock()
 
     @classmethod
     def open(
@@ -193,16 +201,20 @@ class WebSocket:
             self._send_frame(OP_BINARY, message)
 
     def _send_frame(self, opcode: int, payload: bytes) -> None:
-        if self._close_sent:
-            raise ConnectionLost("the WebSocket is already closing")
-        try:
-            _Deadline(self.timeout).apply(self._sock)
-            self._sock.sendall(client_frame(opcode, payload))
-        except (ConnectionResetError, BrokenPipeError) as exc:
-            self._sock.close()
-            raise ConnectionLost(f"the connection dropped while sending ({exc.strerror})") from None
-        if opcode == OP_CLOSE:
-            self._close_sent = True
+        frame = client_frame(opcode, payload)
+        with self._send_lock:
+            if self._close_sent:
+                raise ConnectionLost("the WebSocket is already closing")
+            try:
+                _Deadline(self.timeout).apply(self._sock)
+                self._sock.sendall(frame)
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                self._sock.close()
+                raise ConnectionLost(
+                    f"the connection dropped while sending ({exc.strerror})"
+                ) from None
+            if opcode == OP_CLOSE:
+                self._close_sent = True
 
     def receive(self) -> str | bytes:
         """The next data message. Answers pings on the way; raises on close or failure."""
@@ -297,3 +309,11 @@ class WebSocket:
     def abort(self) -> None:
         """Drop the connection without a close handshake."""
         self._sock.close()
+
+    def hang_up(self) -> None:
+        """Shut the connection down in both directions without closing the socket, so that a
+        :meth:`receive` blocked in another thread wakes up (with :class:`ConnectionLost`)."""
+        try:
+            self._sock.shutdown(_socket.SHUT_RDWR)
+        except OSError:
+            pass  # already gone: the other thread sees that too

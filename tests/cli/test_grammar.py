@@ -21,7 +21,7 @@ from deskhand_d.protocol import requests
 LEAVES = [
     f"{name} {sub}" if sub else name
     for name, command in COMMANDS.items()
-    if name != PASSTHROUGH
+    if name not in PASSTHROUGH
     for sub in (command.subcommands or [""])
 ]
 STRUCTS = {

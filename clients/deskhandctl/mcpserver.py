@@ -1,0 +1,516 @@
+"""``deskhandctl mcp``: an MCP server on stdio that is one more client of the daemon.
+
+What this owns: the process around :mod:`deskhandctl.mcpcore` (messages, lifecycle,
+elicitation), :mod:`deskhandctl.mcptools` (tools and results) and :mod:`deskhandctl.mcplink`
+(the daemon connection): reading stdin line by line, writing stdout one whole message at a time
+under a lock (stdout carries MCP messages only; logs go to stderr), running each ``tools/call``
+on a thread of its own, cancelling, forwarding progress, and putting the daemon's questions to
+the host as ``elicitation/create``. ``deskhandctl mcp config ...`` is handed to
+:mod:`deskhandctl.mcpconfig`.
+
+It never owns the desktop: every tool is a daemon op on a session of its own, so the daemon's
+rules (stateIds, consent, the emergency stop, the queue) apply exactly as to every client.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+
+from deskhandctl import mcpcore
+from deskhandctl.mcpcore import Notification, Request, Response
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
+
+    from deskhandctl.mcplink import Call, Link
+
+USAGE = """\
+usage: deskhandctl [--socket PATH] [--no-autostart] mcp [--socket PATH] [--no-autostart]
+       deskhandctl mcp config --host HOST [--write] [--scope SCOPE] [--name NAME]
+
+Serve Deskhand to an AI agent host as an MCP server on stdin/stdout (newline-delimited
+JSON-RPC; logs on stderr). The host starts this command itself; each host connection is its
+own daemon session, named after the host. Tools: list_apps, get_app_state, the eight actions
+(click, drag, perform_secondary_action, press_key, scroll, select_text, set_value, type_text),
+run, mode_get, mode_set, status, stop. Questions for the person (consent, approvals) go to the
+host as forms when it supports elicitation; otherwise they are refused. The daemon is started
+on demand like every deskhandctl command (not with --no-autostart or DESKHAND_NO_AUTOSTART=1).
+
+'mcp config' prints (or with --write, adds) the entry that registers this server with a host:
+claude-code, codex, cursor, claude-desktop or vscode. See 'deskhandctl mcp config --help'.
+
+See docs/mcp.md.
+"""
+
+
+class _Active:
+    """One ``tools/call`` in progress."""
+
+    __slots__ = ("call", "cancelled", "elicitations", "progress", "request_id", "token", "tool")
+
+    def __init__(self, request_id: str | int, tool: str, token: object) -> None:
+        self.request_id = request_id
+        self.tool = tool
+        self.token = token  # the host's progressToken, or None
+        self.progress = 0
+        self.cancelled = False
+        self.call: Call | None = None
+        self.elicitations: set[int] = set()
+
+
+class _Elicitation:
+    """One question put to the host, waiting for its response or for the question to close."""
+
+    __slots__ = ("active", "done", "event", "id", "response")
+
+    def __init__(self, elicitation_id: int, event: dict[str, Any], active: _Active) -> None:
+        self.id = elicitation_id
+        self.event = event
+        self.active = active
+        self.done = threading.Event()
+        self.response: Response | None = None
+
+
+class Server:
+    """The MCP server; :meth:`serve` runs until stdin ends."""
+
+    def __init__(self, out: BinaryIO, *, socket_path: str, autostart: bool, version: str) -> None:
+        self._out = out
+        self._write_lock = threading.Lock()
+        self._lock = threading.Lock()  # _active, _elicitations, _next_elicitation
+        self.socket_path = socket_path
+        self.autostart = autostart
+        self.version = version
+        self.host: mcpcore.Host | None = None
+        self.initialized = False
+        self._schemas: dict[str, Any] | None = None
+        self._link: Link | None = None
+        self._listed_mode = "native"
+        self._active: dict[str | int, _Active] = {}
+        self._elicitations: dict[int, _Elicitation] = {}
+        self._next_elicitation = 1
+
+    # ----- stdio -------------------------------------------------------------------------------
+
+    def write(self, message: dict[str, Any]) -> None:
+        data = mcpcore.encode(message)
+        with self._write_lock:
+            try:
+                self._out.write(data)
+                self._out.flush()
+            except (BrokenPipeError, ValueError, OSError):
+                pass  # the host went away; stdin's end finishes us
+
+    def serve(self, stdin: BinaryIO) -> int:
+        while True:
+            line = stdin.readline()
+            if not line:
+                break
+            if line.strip():
+                try:
+                    self.handle(line)
+                except Exception as exc:  # never let one message end the server
+                    _log(f"internal error handling a message: {exc!r}")
+        if self._link is not None:
+            self._link.close()
+        return 0
+
+    # ----- dispatch ----------------------------------------------------------------------------
+
+    def handle(self, line: bytes) -> None:
+        message = mcpcore.parse_line(line)
+        if isinstance(message, dict):
+            self.write(message)
+        elif isinstance(message, Request):
+            self._request(message)
+        elif isinstance(message, Notification):
+            self._notification(message)
+        else:
+            self._response(message)
+
+    def _request(self, req: Request) -> None:
+        if req.method == "ping":
+            self.write(mcpcore.result_message(req.id, {}))
+            return
+        if req.method == "initialize":
+            self._initialize(req)
+            return
+        if self.host is None:
+            self.write(
+                mcpcore.error_message(
+                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: send initialize first"
+                )
+            )
+            return
+        if req.method == "tools/list":
+            self._list_tools(req)
+        elif req.method == "tools/call":
+            self._call_tool(req)
+        else:
+            self.write(
+                mcpcore.error_message(
+                    req.id, mcpcore.METHOD_NOT_FOUND, f"Method not found: {req.method}"
+                )
+            )
+
+    def _initialize(self, req: Request) -> None:
+        if self.host is not None:
+            self.write(
+                mcpcore.error_message(
+                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: already initialized"
+                )
+            )
+            return
+        host = mcpcore.negotiate(req.params)
+        if isinstance(host, str):
+            self.write(mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, host))
+            return
+        self.host = host
+        _log(
+            f"serving {host.name} {host.version} (MCP {host.revision}, "
+            f"elicitation {'yes' if host.elicitation else 'no'})"
+        )
+        self.write(mcpcore.result_message(req.id, mcpcore.initialize_result(host, self.version)))
+
+    def _notification(self, note: Notification) -> None:
+        if note.method == "notifications/initialized":
+            self.initialized = True
+        elif note.method == "notifications/cancelled":
+            self._cancel(note.params.get("requestId"), str(note.params.get("reason") or ""))
+        # Every other notification (roots changed, progress of ours, ...) needs nothing from us.
+
+    def _response(self, response: Response) -> None:
+        with self._lock:
+            pending = self._elicitations.pop(response.id, None)  # type: ignore[call-overload]
+        if pending is None:
+            return  # late (we cancelled it) or unknown: the spec says ignore it
+        pending.response = response
+        pending.done.set()
+
+    # ----- tools -------------------------------------------------------------------------------
+
+    def schemas(self) -> dict[str, Any]:
+        if self._schemas is None:
+            from deskhandctl.mcptools import load_schemas
+
+            self._schemas = load_schemas()
+        return self._schemas
+
+    def _list_tools(self, req: Request) -> None:
+        from deskhandctl.mcptools import tool_list
+
+        cursor = req.params.get("cursor")
+        if cursor is not None:  # we never hand out cursors: the list is one page
+            self.write(mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, "Invalid cursor"))
+            return
+        mode = self._link.mode if self._link is not None else "native"
+        self._listed_mode = mode
+        self.write(mcpcore.result_message(req.id, {"tools": tool_list(self.schemas(), mode)}))
+
+    def _call_tool(self, req: Request) -> None:
+        from deskhandctl.mcptools import TOOL_NAMES
+
+        name = req.params.get("name")
+        if not isinstance(name, str) or name not in TOOL_NAMES:
+            self.write(
+                mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, f"Unknown tool: {name}")
+            )
+            return
+        meta = req.params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        active = _Active(req.id, name, token)
+        with self._lock:
+            if req.id in self._active:
+                duplicate = True
+            else:
+                duplicate = False
+                self._active[req.id] = active
+        if duplicate:
+            self.write(
+                mcpcore.error_message(
+                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: this id is already in use"
+                )
+            )
+            return
+        threading.Thread(
+            target=self._run_tool,
+            args=(active, req.params.get("arguments")),
+            name=f"tool-{name}",
+            daemon=True,
+        ).start()
+
+    def link(self) -> Link:
+        if self._link is None:
+            from deskhandctl.mcplink import Link
+
+            host = self.host
+            assert host is not None
+            self._link = Link(
+                socket_path=self.socket_path,
+                autostart=self.autostart,
+                client_name=host.name[:200],
+                client_version=host.version[:200],
+                session_base=lambda serial: mcpcore.session_name(host, os.getpid(), serial),
+                can_answer_questions=host.elicitation,
+                on_event=self._loose_event,
+            )
+        return self._link
+
+    def _run_tool(self, active: _Active, arguments: object) -> None:
+        try:
+            result = self._tool_result(active, arguments)
+        except Exception as exc:  # a bug: still answer, and honestly
+            _log(f"internal error in {active.tool}: {exc!r}")
+            from deskhandctl.mcptools import shape_error
+
+            result = shape_error(active.tool, "internal", f"deskhandctl mcp failed: {exc!r}")
+        with self._lock:
+            self._active.pop(active.request_id, None)
+            leftover = [self._elicitations.pop(e, None) for e in active.elicitations]
+        for pending in leftover:
+            if pending is not None:
+                self._close_elicitation(pending, "the tool call ended")
+        if active.cancelled:
+            _log(
+                f"{active.tool} (request {active.request_id!r}) was cancelled; ended as: "
+                f"{_summary(result)}"
+            )
+            return  # the host cancelled it: it gets no response
+        self.write(mcpcore.result_message(active.request_id, result))
+        self._maybe_list_changed()
+
+    def _tool_result(self, active: _Active, arguments: object) -> dict[str, Any]:
+        from deskhandctl.exitcodes import CliError
+        from deskhandctl.mcplink import Lost
+        from deskhandctl.mcptools import ACTIONS, check_arguments, shape_error, shape_result
+
+        tool = active.tool
+        schema = self.schemas()[tool]
+        link = self.link()
+        if tool in ACTIONS and link.mode != "jev":
+            schema = {
+                **schema,
+                "properties": {k: v for k, v in schema["properties"].items() if k != "handoff"},
+            }
+        params, problem = check_arguments(schema, arguments)
+        app = str(params.get("app", ""))
+        if problem is not None:
+            return shape_error(tool, "invalid_arguments", problem, app=app)
+        reconnected = False
+        for attempt in (1, 2):
+            try:
+                reconnected = link.ensure() or reconnected
+            except CliError as exc:
+                return shape_error(tool, "daemon_unavailable", exc.message, app=app)
+            if active.cancelled:
+                return shape_error(tool, "cancelled", "cancelled before it was sent", app=app)
+            try:
+                active.call = link.start(tool, params)
+                break
+            except Lost as exc:
+                if attempt == 2:
+                    return shape_error(tool, "daemon_unavailable", exc.reason, app=app)
+        assert active.call is not None
+        if active.cancelled:  # the cancellation came while we were sending
+            link.send_nowait("cancel", {"request_id": active.call.id})
+        try:
+            reply = link.wait(active.call, lambda event: self._call_event(active, event))
+        except Lost as exc:
+            if tool in ACTIONS or tool == "run":
+                return shape_error(
+                    tool,
+                    "outcome_unknown",
+                    f"{exc.reason}; the request had been sent, so it may or may not have "
+                    "happened. The next call connects again, to a new session.",
+                    {"delivery": "unknown"},
+                    app=app,
+                    reconnected=reconnected,
+                )
+            return shape_error(
+                tool,
+                "daemon_unavailable",
+                f"{exc.reason}. Call the tool again: the next call connects again, to a new "
+                "session.",
+                app=app,
+                reconnected=reconnected,
+            )
+        if reply.get("type") == "error":
+            error = _object(reply.get("error"))
+            data = _object(error.get("data"))
+            return shape_error(
+                tool,
+                str(error.get("code", "internal")),
+                str(error.get("message", "")),
+                data,
+                app=app,
+                reconnected=reconnected,
+            )
+        result = _object(reply.get("result"))
+        if result.get("kind") == "mode":
+            link.mode = str(result.get("mode") or link.mode)
+        return shape_result(tool, result, session=link.session, reconnected=reconnected)
+
+    def _maybe_list_changed(self) -> None:
+        """Tell the host when the tools it listed no longer fit the session's mode."""
+        link = self._link
+        if link is None or link.mode == self._listed_mode:
+            return
+        self._listed_mode = link.mode
+        self.write(mcpcore.notification("notifications/tools/list_changed"))
+
+    # ----- cancellation ------------------------------------------------------------------------
+
+    def _cancel(self, request_id: object, reason: str) -> None:
+        with self._lock:
+            active = self._active.get(request_id) if isinstance(request_id, str | int) else None
+            if active is None:
+                return  # unknown or finished: ignored, as the spec asks
+            active.cancelled = True
+            pending = [self._elicitations.pop(e, None) for e in active.elicitations]
+        _log(f"the host cancelled {active.tool} (request {request_id!r}): {reason or 'no reason'}")
+        for item in pending:
+            if item is not None:
+                self._close_elicitation(item, "the tool call was cancelled")
+        if active.call is not None and self._link is not None:
+            self._link.send_nowait("cancel", {"request_id": active.call.id})
+
+    # ----- events: progress and questions ------------------------------------------------------
+
+    def _call_event(self, active: _Active, event: dict[str, Any]) -> None:
+        kind = event.get("kind")
+        if kind == "progress":
+            if active.token is None or active.cancelled:
+                return
+            active.progress += 1
+            params: dict[str, Any] = {
+                "progressToken": active.token,
+                "progress": active.progress,
+                "message": str(event.get("line") or event.get("phase") or "working"),
+            }
+            self.write(mcpcore.notification("notifications/progress", params))
+        elif kind == "question":
+            self._ask(active, event)
+
+    def _ask(self, active: _Active, event: dict[str, Any]) -> None:
+        host = self.host
+        if host is None or not host.elicitation or active.cancelled:
+            return  # we said we cannot answer; the daemon decides what that means
+        with self._lock:
+            pending = _Elicitation(self._next_elicitation, event, active)
+            self._next_elicitation += 1
+            self._elicitations[pending.id] = pending
+            active.elicitations.add(pending.id)
+        self.write(
+            {
+                "jsonrpc": "2.0",
+                "id": pending.id,
+                "method": "elicitation/create",
+                "params": mcpcore.elicitation_params(event, host.revision),
+            }
+        )
+        threading.Thread(target=self._await_answer, args=(pending,), daemon=True).start()
+
+    def _await_answer(self, pending: _Elicitation) -> None:
+        pending.done.wait()
+        if pending.response is None:
+            return  # closed: answered elsewhere, expired, or its call ended
+        choice = mcpcore.choice_from_answer(pending.event, pending.response)
+        _log(f"the host answered question {pending.event.get('id')!r}: {choice}")
+        link = self._link
+        if link is None:
+            return
+        from deskhandctl.mcplink import Lost
+
+        try:
+            reply = link.request(
+                "answer", {"question_id": str(pending.event.get("id")), "choice": choice}
+            )
+        except Lost:
+            return  # the call waiting on it learns about the lost link itself
+        if reply.get("type") == "error":
+            _log(f"the daemon did not take the answer: {reply.get('error')}")
+
+    def _close_elicitation(self, pending: _Elicitation, reason: str) -> None:
+        """Withdraw a question from the host (it gets ``notifications/cancelled``)."""
+        pending.active.elicitations.discard(pending.id)
+        params = {"requestId": pending.id, "reason": reason}
+        self.write(mcpcore.notification("notifications/cancelled", params))
+        pending.done.set()
+
+    def _loose_event(self, event: dict[str, Any]) -> None:
+        """Events about no call of ours in flight (the reader thread calls this)."""
+        kind = event.get("kind")
+        if kind == "question_closed":
+            question_id = event.get("id")
+            with self._lock:
+                found = [p for p in self._elicitations.values() if p.event.get("id") == question_id]
+                for p in found:
+                    del self._elicitations[p.id]
+            how = event.get("how") or "closed"
+            for p in found:
+                self._close_elicitation(p, f"the question was {how} elsewhere")
+        elif kind == "notice":
+            _log(f"deskhand-d: {event.get('message', '')}")
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _summary(result: dict[str, Any]) -> str:
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict) and result.get("isError"):
+        return f"{structured.get('code')} (delivery {structured.get('delivery')})"
+    if isinstance(structured, dict) and "delivery" in structured:
+        return f"done (delivery {structured.get('delivery')})"
+    return "done"
+
+
+def _log(line: str) -> None:
+    try:
+        sys.stderr.write(f"deskhandctl mcp: {line}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def main(argv: list[str], *, socket: str | None = None, no_autostart: bool = False) -> int:
+    """``deskhandctl mcp [...]``: serve, or ``config ...`` for the host set-up."""
+    if argv[:1] == ["config"]:
+        from deskhandctl import mcpconfig  # type: ignore[attr-defined,unused-ignore]
+
+        return int(mcpconfig.main(argv[1:]))
+    args = list(argv)
+    while args:
+        word = args.pop(0)
+        if word in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            return 0
+        if word == "--no-autostart":
+            no_autostart = True
+        elif word.startswith("--socket="):
+            socket = word.partition("=")[2]
+        elif word == "--socket" and args:
+            socket = args.pop(0)
+        else:
+            sys.stderr.write(USAGE + f"\ndeskhandctl mcp: unknown argument {word!r}\n")
+            return 2
+    from deskhand_d import __version__
+    from deskhandctl.connect import autostart_allowed, resolve_socket
+
+    out = sys.stdout.buffer
+    # stdout carries MCP messages only: anything printed by accident goes to stderr instead.
+    sys.stdout = sys.stderr
+    server = Server(
+        out,
+        socket_path=resolve_socket(socket),
+        autostart=autostart_allowed(no_autostart),
+        version=__version__,
+    )
+    try:
+        return server.serve(sys.stdin.buffer)
+    except KeyboardInterrupt:
+        return 130
