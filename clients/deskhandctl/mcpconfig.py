@@ -568,8 +568,8 @@ def edit_toml(path: Path, text: str, name: str, server: Server) -> str:
         new = "".join(pieces)
         if new and not new.endswith(("\n", "\r")):
             new += newline
-        if new.strip():
-            new += newline
+        if new.strip() and not new.endswith(("\n\n", "\r\n\r\n")):
+            new += newline  # one blank line before our table
         new += ours
     else:
         follows = "".join(pieces[slot + 1 :]).strip()
