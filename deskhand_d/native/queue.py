@@ -4,7 +4,8 @@ Theory of operation. :meth:`ActionQueue.run` enqueues a job and waits for its ou
 single worker task (:meth:`serve`, started with ``nursery.start``) runs jobs in order, each
 inside its own cancel scope; being the only task that runs jobs, it needs no lock to keep them
 one at a time. Cancelling the waiting caller (the client cancelled the request or
-disconnected) cancels its job: skipped if still queued, cancelled in flight otherwise (the
+disconnected) cancels its job: skipped if still queued (and no longer counted, so it takes
+no room), cancelled in flight otherwise (the
 backend client then answers pending prompts with ``cancel`` and tells the backend). The
 emergency stop cancels every job; a job stopped in flight ends :class:`OutcomeUnknown`, a
 queued one :class:`RequestCancelled` (``delivery: refused``, it never ran). The queue is
@@ -77,7 +78,7 @@ class ActionQueue:
         try:
             await job.done.wait()
         except trio.Cancelled:
-            job.scope.cancel()  # skipped if queued, cancelled if running
+            self._withdraw(job)
             raise
         assert job.result is not None
         return job.result.unwrap()
@@ -106,12 +107,19 @@ class ActionQueue:
                 )
             )
 
+    def _withdraw(self, job: Job) -> None:
+        """Cancel a job: one still queued leaves the count at once (it no longer takes room
+        or delays a ``retry_after_ms``; the worker skips it when it comes up), one running is
+        cancelled in flight."""
+        job.scope.cancel()
+        self._waiting.pop(id(job), None)
+
     def cancel_session(self, session_id: str) -> int:
         """Cancel every queued or running job of a session (its client went away)."""
         n = 0
         for job in [*self._waiting.values(), *([self.current] if self.current else [])]:
             if job.session_id == session_id and not job.scope.cancel_called:
-                job.scope.cancel()
+                self._withdraw(job)
                 n += 1
         return n
 
@@ -121,7 +129,7 @@ class ActionQueue:
         for job in [*self._waiting.values(), *([self.current] if self.current else [])]:
             if not job.scope.cancel_called:
                 job.stopped_by = by
-                job.scope.cancel()
+                self._withdraw(job)
                 n += 1
         return n
 

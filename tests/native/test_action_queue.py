@@ -87,3 +87,45 @@ async def test_stop_cancels_the_running_job_and_skips_the_queued_one(
     assert isinstance(errors["first"], OutcomeUnknown) and errors["first"].delivery == "unknown"
     assert "the person" in errors["first"].message
     assert errors["second"].code == "cancelled" and errors["second"].delivery == "refused"
+
+
+async def test_a_cancelled_queued_job_gives_its_room_back_at_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """A caller that gives up while its job waits frees the queue's room then, not when the
+    worker reaches the job; the job never runs, and the next caller fits."""
+    queue = ActionQueue(max_depth=1)
+    release = trio.Event()
+    ran: list[str] = []
+
+    async def hold() -> None:
+        ran.append("hold")
+        await release.wait()
+
+    async def never() -> None:
+        ran.append("never")
+
+    waiting = trio.CancelScope()
+
+    async def give_up_later() -> None:
+        with waiting:
+            await queue.run(never, owner="o", session_id="b", label="x")
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(queue.serve)
+        nursery.start_soon(lambda: queue.run(hold, owner="o", session_id="a", label="hold"))
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.start_soon(give_up_later)
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.depth == 1
+        with pytest.raises(DeskhandError) as full:
+            queue.check_room()
+        assert full.value.code == "queue_full"
+        waiting.cancel()  # the caller gives up
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.depth == 0  # at once, while "hold" still runs
+        queue.check_room()  # room again
+        release.set()
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    assert ran == ["hold"]
