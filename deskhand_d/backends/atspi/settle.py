@@ -10,16 +10,17 @@ taken, from the app's own signals rather than fixed sleeps, each wait bounded:
   ``click`` action by animating a key press and emits ``clicked`` 250 ms later
   (``ACTIVATE_TIMEOUT`` in gtkbutton.c, GTK 3 and GTK 4 alike), so such a click waits up to
   ``lag_react`` for its first reaction.
-* **The pixels** (:meth:`Settler.screenshot`): once the events are quiet, a damage fence (see
-  :mod:`.damage`); then a frame drawn in the window's rectangle after that fence, so the
-  picture is at least as new as the tree; then captures after each further frame until two
+* **The pixels** (:meth:`Settler.screenshot`): a damage fence (see :mod:`.damage`) as soon as
+  each batch of the app's events has been seen; then a frame drawn in the window's rectangle
+  after the fence that followed its latest events, so the picture is at least as new as the
+  tree; then captures after each further frame until two
   agree (:func:`~.screen.significant_bytes`: a fading caret or a colour transition does not
   count, new text does) or nothing more is drawn for ``frame_gap``, for at most
   ``pixel_max``.
 
 Why the guarantee holds: an application emits an event after it has changed its state, and it
-draws that state in a later frame; a frame reported after a fence we set once the app's events
-went quiet was drawn after those events. Without events (no accessibility bus signals) or
+draws that state in a later frame; a frame reported after a fence we set once we had seen the
+app's latest event was drawn after that event. Without events (no accessibility bus signals) or
 without damage (no DAMAGE extension) the old timed waits apply: ``fallback_settle`` for the
 tree, and :meth:`~.screen.Screen.screenshot`'s capture-until-stable for the pixels.
 """
@@ -178,8 +179,16 @@ class Settler:
         if not self.events.live:
             await trio.sleep(self.limits.fallback_settle)
             return
+        tried = -1  # the event count a fence was last tried at (it may not be taken)
         while True:
             seen = self.events.activity(bus_name)
+            if seen.reactions > given.before.reactions and seen.events != tried:
+                # Fence as soon as a batch of the app's events is seen, not once they have
+                # gone quiet: a fast renderer draws within those 20 ms, and a frame drawn
+                # before the fence would leave the screenshot waiting for another one.
+                tried = seen.events
+                await self._fence(given)
+                continue
             wait = tree_wait(
                 trio.current_time(),
                 input_end=given.end,
