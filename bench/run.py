@@ -32,6 +32,9 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   ``selectCandidates`` on the same text, run by Node 22 side by side
   (``bench/ax_predecessor.py``): a real 215-element capture and a 10,000-element tree.
   Target: predecessor / Deskhand >= 2. Skipped without Node 22 or the predecessor's source.
+* ``deskhandctl mcp``, the MCP stdio facade (``bench/mcp_facade.py``): start to the
+  ``initialize`` result against ``python -c pass``, and a click through it against the same
+  click through ``deskhandctl``'s protocol client.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from audit_cost import measure_audit_cost
 from ax_parse import measure_ax_parse
 from ax_predecessor import measure_ax_predecessor
 from backend_call import measure_tools_call
+from mcp_facade import measure_mcp_facade
 from native_click import measure_native_click, timed_ping, wait_connectable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -290,6 +294,7 @@ def run() -> dict[str, Any]:
                 results["cli"] = step("CLI wall time", lambda: measure_cli(cli, daemon_sock, env))
         # Its own daemon and simulators, with the processes above gone.
         results["native_click"] = step("native click round trips", measure_native_click)
+        results["mcp_facade"] = step("deskhandctl mcp: start and click", measure_mcp_facade)
         results["audit"] = step("write-ahead audit per dispatch", measure_audit_cost)
         results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
         results["ax_predecessor"] = step(
@@ -414,6 +419,7 @@ def table(results: dict[str, Any]) -> str:
             f"<= {axp['target']}x | {verdict(axp['ratio'], axp['target'])} |"
         )
     rows += predecessor_rows(results.get("ax_predecessor"))
+    rows += facade_rows(results.get("mcp_facade"))
     audit = results.get("audit")
     if audit and "error" not in audit:
         rows.append(
@@ -519,6 +525,21 @@ def predecessor_rows(pre: dict[str, Any] | None) -> list[str]:
             f"{'yes' if got['speedup'] >= pre['target'] else '**no**'} |"
         )
     return rows
+
+
+def facade_rows(fa: dict[str, Any] | None) -> list[str]:
+    if not fa or "error" in fa:
+        return []
+    start, click = fa["start"], fa["click"]
+    return [
+        f"| `deskhandctl mcp` start to initialize result | {start['facade_to_initialize_ms']:.1f}"
+        f" ms | {start['python_c_pass_ms']:.1f} ms (`python -c pass`) | {start['ratio']:.2f}x | "
+        f"<= {start['target_ratio']}x | {verdict(start['ratio'], start['target_ratio'])} |",
+        f"| click through `deskhandctl mcp`, p50 | {click['facade']['p50_ms']:.3f} ms | "
+        f"{click['protocol_client']['p50_ms']:.3f} ms (deskhandctl's protocol client) | "
+        f"{click['p50_ratio']:.2f}x | <= {click['target_ratio']}x | "
+        f"{verdict(click['p50_ratio'], click['target_ratio'])} |",
+    ]
 
 
 def native_click_rows(nc: dict[str, Any]) -> list[str]:
