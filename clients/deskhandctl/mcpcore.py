@@ -119,7 +119,9 @@ def parse_line(line: bytes) -> Incoming | dict[str, Any]:
     null when no usable id could be read)."""
     try:
         value = jsonwire.loads(line.decode())
-    except (UnicodeDecodeError, ValueError):
+    except Exception:
+        # (CPython's scanner can fail without an exception set when json.decoder is not
+        # imported); whatever the codec raises, the line is not JSON and we keep serving.
         return error_message(None, PARSE_ERROR, "Parse error: the line is not JSON")
     if isinstance(value, list):
         return error_message(

@@ -12,7 +12,7 @@ elicitation capability), and multiplexing requests over the one WebSocket:
   queue of their own; nobody changes a socket timeout once the link is up (it runs with none);
 * when the connection drops (the daemon stopped or restarted), every waiting call gets
   :class:`Lost` and the link is down; the next call connects again, to a new session, and is
-  told so (:meth:`Link.ensure` returns True).
+  told so (:meth:`Link.take_reconnected`).
 
 Failures to connect leave as :mod:`deskhandctl.exitcodes` errors with a message for people.
 """
@@ -92,6 +92,7 @@ class Link:
         self.session = ""
         self.mode = "native"
         self.connections = 0
+        self._unreported = False
         self._conn: _Conn | None = None
         self._lock = threading.Lock()  # _conn, every _Conn.calls, _next_id
         self._connecting = threading.Lock()
@@ -99,14 +100,20 @@ class Link:
 
     # ----- connecting --------------------------------------------------------------------------
 
-    def ensure(self) -> bool:
-        """Connect unless connected; True when this call opened a new connection after an
-        earlier one was lost (a new daemon session: old stateIds are gone)."""
+    def ensure(self) -> None:
+        """Connect unless connected."""
         with self._connecting:
             if self._conn is not None:
-                return False
+                return
             self._open()
-            return self.connections > 1
+            self._unreported = self.connections > 1
+
+    def take_reconnected(self) -> bool:
+        """True once after a connection replaced a lost one (a new daemon session: old
+        stateIds are gone), so exactly one tool result tells the model."""
+        with self._lock:
+            unreported, self._unreported = self._unreported, False
+        return unreported
 
     def _open(self) -> None:
         from deskhandctl.connect import NoListener, connect, open_websocket

@@ -206,7 +206,14 @@ class Server:
         if cursor is not None:  # we never hand out cursors: the list is one page
             self.write(mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, "Invalid cursor"))
             return
-        mode = self._link.mode if self._link is not None else "native"
+        from deskhandctl.exitcodes import CliError
+
+        link = self.link()
+        try:
+            link.ensure()  # the list depends on the session's mode
+        except CliError as exc:
+            _log(f"listing the tools without the daemon: {exc.message}")
+        mode = link.mode
         self._listed_mode = mode
         self.write(mcpcore.result_message(req.id, {"tools": tool_list(self.schemas(), mode)}))
 
@@ -299,10 +306,9 @@ class Server:
         app = str(params.get("app", ""))
         if problem is not None:
             return shape_error(tool, "invalid_arguments", problem, app=app)
-        reconnected = False
         for attempt in (1, 2):
             try:
-                reconnected = link.ensure() or reconnected
+                link.ensure()
             except CliError as exc:
                 return shape_error(tool, "daemon_unavailable", exc.message, app=app)
             if active.cancelled:
@@ -314,6 +320,7 @@ class Server:
                 if attempt == 2:
                     return shape_error(tool, "daemon_unavailable", exc.reason, app=app)
         assert active.call is not None
+        reconnected = link.take_reconnected()
         if active.cancelled:  # the cancellation came while we were sending
             link.send_nowait("cancel", {"request_id": active.call.id})
         try:

@@ -21,11 +21,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from dhtest.clidaemon import CliDaemon
+from dhtest.daemon import daemon_env
+from dhtest.jev_rig import JevDesk
 
 TIMEOUT = 30.0
 
 
-def facade_argv(desk: CliDaemon) -> list[str]:
+class JevTarget:
+    """A :class:`JevDesk`'s daemon seen the way the facade's helpers see a :class:`CliDaemon`."""
+
+    def __init__(self, desk: JevDesk) -> None:
+        self.daemon = desk.daemon
+        self.env = {**daemon_env(desk.root), "DESKHAND_NO_AUTOSTART": "1"}
+
+
+Target = CliDaemon | JevTarget
+
+
+def facade_argv(desk: Target) -> list[str]:
     return ["-m", "deskhandctl", "--socket", str(desk.daemon.socket), "mcp"]
 
 
@@ -49,7 +62,7 @@ class RawHost:
     """The facade on pipes; :meth:`send` writes one message (or a raw line), :meth:`next`
     waits for the next message matching a predicate (others stay queued)."""
 
-    def __init__(self, desk: CliDaemon, *, extra_args: tuple[str, ...] = ()) -> None:
+    def __init__(self, desk: Target, *, extra_args: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, *facade_argv(desk), *extra_args],
             env=desk.env,
@@ -114,9 +127,7 @@ class RawHost:
             self.seen.append(message)
 
     def reply(self, request_id: object, timeout: float = TIMEOUT) -> dict[str, Any]:
-        return self.next(
-            lambda m: m.get("id") == request_id and "method" not in m, timeout=timeout
-        )
+        return self.next(lambda m: m.get("id") == request_id and "method" not in m, timeout=timeout)
 
     def method(self, name: str, timeout: float = TIMEOUT) -> dict[str, Any]:
         return self.next(lambda m: m.get("method") == name, timeout=timeout)
@@ -140,6 +151,18 @@ class RawHost:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return dict(result)
 
+    def shut(self) -> None:
+        """End the process (if still running) and close every pipe."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+
     def close(self) -> int:
         if self.proc.stdin is not None and not self.proc.stdin.closed:
             self.proc.stdin.close()
@@ -156,7 +179,7 @@ ElicitFn = Callable[[Any, Any], Awaitable[Any]]
 
 @asynccontextmanager
 async def sdk_host(
-    desk: CliDaemon,
+    desk: Target,
     elicitation: ElicitFn | None = None,
     message_handler: Callable[[Any], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Any]:

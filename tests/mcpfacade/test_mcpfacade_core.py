@@ -96,7 +96,9 @@ def test_negotiation(
 
 
 def test_session_names_follow_the_daemons_rules() -> None:
-    host = Host(revision="2025-11-25", name="Claude Code ✨/x", version="2.1 beta", elicitation=True)
+    host = Host(
+        revision="2025-11-25", name="Claude Code ✨/x", version="2.1 beta", elicitation=True
+    )
     name = mcpcore.session_name(host, 4242)
     assert name == "Claude-Code-x-2.1-beta-4242"
     long = Host(revision="2025-11-25", name="n" * 300, version="v", elicitation=False)
@@ -151,7 +153,11 @@ def test_consent_form_in_each_revision() -> None:
         (APPROVAL, {"action": "accept", "content": {"choice": "accept"}}, "accept"),
         (APPROVAL, {"action": "accept", "content": {"choice": "once"}}, "decline"),
         (APPROVAL, {"action": "cancel"}, "decline"),
-        ({**CONSENT, "choices": ["once", "deny"]}, {"action": "accept", "content": {"choice": "always"}}, "deny"),  # noqa: E501
+        (
+            {**CONSENT, "choices": ["once", "deny"]},
+            {"action": "accept", "content": {"choice": "always"}},
+            "deny",
+        ),
     ],
 )
 def test_answers_map_exactly_and_never_accept_for_the_host(
@@ -238,7 +244,9 @@ def test_results_conform_to_their_output_schemas() -> None:
     shaped = mcptools.shape_result("run", {**run, "handoff": handoff}, session="s")
     _valid("run", shaped)
     assert shaped["structuredContent"]["handoff_token"] == "tok"
-    _valid("mode_set", mcptools.shape_result("mode_set", {"kind": "mode", "mode": "jev"}, session="s"))
+    _valid(
+        "mode_set", mcptools.shape_result("mode_set", {"kind": "mode", "mode": "jev"}, session="s")
+    )
     _valid("stop", mcptools.shape_result("stop", {"kind": "lock", "locked": True}, session="s"))
     _valid("list_apps", mcptools.shape_result("list_apps", {"text": "Calculator"}, session="s"))
     status = {"kind": "status", "version": "1", "pid": 3, "clients": []}
