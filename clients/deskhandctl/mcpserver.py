@@ -77,7 +77,9 @@ class _Elicitation:
 class Server:
     """The MCP server; :meth:`serve` runs until stdin ends."""
 
-    def __init__(self, out: BinaryIO, *, socket_path: str, autostart: bool, version: str) -> None:
+    def __init__(
+        self, out: BinaryIO, *, socket_path: str | None, autostart: bool, version: str
+    ) -> None:
         self._out = out
         self._write_lock = threading.Lock()
         self._lock = threading.Lock()  # _active, _elicitations, _next_elicitation
@@ -251,13 +253,14 @@ class Server:
 
     def link(self) -> Link:
         if self._link is None:
+            from deskhandctl.connect import autostart_allowed, resolve_socket
             from deskhandctl.mcplink import Link
 
             host = self.host
             assert host is not None
             self._link = Link(
-                socket_path=self.socket_path,
-                autostart=self.autostart,
+                socket_path=resolve_socket(self.socket_path),
+                autostart=autostart_allowed(not self.autostart),
                 client_name=host.name[:200],
                 client_version=host.version[:200],
                 session_base=lambda serial: mcpcore.session_name(host, os.getpid(), serial),
@@ -506,17 +509,12 @@ def main(argv: list[str], *, socket: str | None = None, no_autostart: bool = Fal
             sys.stderr.write(USAGE + f"\ndeskhandctl mcp: unknown argument {word!r}\n")
             return 2
     from deskhand_d import __version__
-    from deskhandctl.connect import autostart_allowed, resolve_socket
 
     out = sys.stdout.buffer
     # stdout carries MCP messages only: anything printed by accident goes to stderr instead.
     sys.stdout = sys.stderr
-    server = Server(
-        out,
-        socket_path=resolve_socket(socket),
-        autostart=autostart_allowed(no_autostart),
-        version=__version__,
-    )
+    # The socket is resolved when the first tool needs the daemon: initialize stays cheap.
+    server = Server(out, socket_path=socket, autostart=not no_autostart, version=__version__)
     try:
         return server.serve(sys.stdin.buffer)
     except KeyboardInterrupt:

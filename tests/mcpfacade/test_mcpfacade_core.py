@@ -268,3 +268,19 @@ def test_refusals_carry_code_delivery_and_the_next_step() -> None:
     assert "Nothing was sent" in text and "Call get_app_state for Calculator" in text
     unknown = mcptools.shape_error("type_text", "backend_timeout", "slow", {"delivery": "unknown"})
     assert "may or may not have happened" in unknown["content"][0]["text"]
+
+
+def test_mcp_help_and_config_are_reached_through_the_cli() -> None:
+    """``mcp`` is a passthrough command: ``--help`` is its own, ``config`` goes to mcpconfig."""
+    import subprocess
+    import sys
+
+    run = [sys.executable, "-m", "deskhandctl", "mcp"]
+    shown = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0 and "mcp config --host HOST" in shown.stdout
+    bad = subprocess.run([*run, "--bogus"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and "--bogus" in bad.stderr
+    config = subprocess.run(
+        [*run, "config", "--host", "codex"], capture_output=True, text=True, timeout=30
+    )
+    assert config.returncode == 0 and "[mcp_servers.deskhand]" in config.stdout
