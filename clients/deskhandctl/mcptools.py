@@ -240,6 +240,26 @@ _OUTPUT: dict[str, dict[str, Any]] = {
         "required": ["locked"],
     },
 }
+# A refusal's structuredContent (shape_error). Every tool's outputSchema admits it beside the
+# tool's own result: the TypeScript SDK checks structuredContent against the outputSchema even
+# when isError is set, so a refusal that only its text described would fail in that host.
+_REFUSAL: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "code": {"type": "string"},
+        "message": {"type": "string"},
+        "delivery": {"enum": ["refused", "dispatched", "partial", "unknown"]},
+        "data": {"type": "object"},
+    },
+    "required": ["code", "message", "delivery"],
+}
+
+
+def output_schema(kind: str) -> dict[str, Any]:
+    """The outputSchema of a tool whose result is of ``kind``: that result, or a refusal."""
+    return {"type": "object", "anyOf": [_OUTPUT[kind], _REFUSAL]}
+
+
 _OUTPUT_OF = {
     "list_apps": "list",
     "get_app_state": "observe",
@@ -304,7 +324,7 @@ def tool_list(schemas: dict[str, dict[str, Any]], mode: str) -> list[dict[str, A
                 "title": title,
                 "description": description,
                 "inputSchema": _input_schema(name, schemas[name], mode),
-                "outputSchema": _OUTPUT[_OUTPUT_OF[name]],
+                "outputSchema": output_schema(_OUTPUT_OF[name]),
                 "annotations": _annotations(name, title),
             }
         )

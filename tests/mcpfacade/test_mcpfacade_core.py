@@ -270,6 +270,17 @@ def test_refusals_carry_code_delivery_and_the_next_step() -> None:
     assert "may or may not have happened" in unknown["content"][0]["text"]
 
 
+def test_every_tools_output_schema_admits_its_refusals_and_no_garbage() -> None:
+    """Hosts may check a refusal's structuredContent against the tool's outputSchema too (the
+    TypeScript SDK does): every tool's schema takes it, and still rejects a shape of neither."""
+    for tool in mcptools.tool_list(mcptools.load_schemas(), "jev"):
+        name = tool["name"]
+        refusal = mcptools.shape_error(name, "locked", "stopped", {"delivery": "refused"})
+        _valid(name, refusal)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"code": 5}, tool["outputSchema"])
+
+
 def test_mcp_help_and_config_are_reached_through_the_cli() -> None:
     """``mcp`` is a passthrough command: ``--help`` is its own, ``config`` goes to mcpconfig."""
     import subprocess

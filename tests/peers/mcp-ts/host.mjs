@@ -50,7 +50,7 @@ function resolve(value, last) {
 		const text = (last?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
 		for (const line of text.split("\n")) {
 			const m = line.match(/^\s*(\d+)\s/);
-			if (m && pattern.test(line)) return m[1];
+			if (m && pattern.test(line)) return Number(m[1]);
 		}
 		throw new Error(`no element line matches ${value.$index}`);
 	}
