@@ -15,6 +15,7 @@ rules (stateIds, consent, the emergency stop, the queue) apply exactly as to eve
 from __future__ import annotations
 
 import os
+import queue
 import sys
 import threading
 
@@ -23,6 +24,7 @@ from deskhandctl.mcpcore import Notification, Request, Response
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any, BinaryIO
 
     from deskhandctl.mcplink import Call, Link
@@ -61,6 +63,35 @@ class _Active:
         self.elicitations: set[int] = set()
 
 
+class _Workers:
+    """Threads that run tool calls, kept for the next call once one ends: a click through the
+    facade then costs a hand-over to a waiting thread instead of a thread's start (measured
+    with bench/mcp_facade.py). Grows with the number of calls in flight; never shrinks (a
+    host has few at once)."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]]
+        self._jobs = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1  # one waiting thread takes it
+        self._jobs.put((fn, args))
+        if start:
+            threading.Thread(target=self._work, name="mcp-tool", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            fn, args = self._jobs.get()
+            fn(*args)  # the tool runners answer every failure themselves
+            with self._lock:
+                self._idle += 1
+
+
 class _Elicitation:
     """One question put to the host, waiting for its response or for the question to close."""
 
@@ -94,6 +125,7 @@ class Server:
         self._active: dict[str | int, _Active] = {}
         self._elicitations: dict[int, _Elicitation] = {}
         self._next_elicitation = 1
+        self._workers = _Workers()
 
     # ----- stdio -------------------------------------------------------------------------------
 
@@ -244,12 +276,7 @@ class Server:
                 )
             )
             return
-        threading.Thread(
-            target=self._run_tool,
-            args=(active, req.params.get("arguments")),
-            name=f"tool-{name}",
-            daemon=True,
-        ).start()
+        self._workers.submit(self._run_tool, active, req.params.get("arguments"))
 
     def link(self) -> Link:
         if self._link is None:
