@@ -64,6 +64,13 @@ def loads(text: str) -> object:
         value, end = _scan(text, start)
     except StopIteration as exc:
         raise ValueError(f"no JSON value at character {exc.value}") from None
+    except SystemError:
+        # The scanner reports most malformed documents with json.decoder's JSONDecodeError,
+        # which it finds only once that module is imported; before, it fails without an
+        # exception set. Bad input is the rare path: let the json package say what is wrong.
+        import json
+
+        return json.loads(text)
     if text[end:].strip(_WHITESPACE):
         raise ValueError(f"extra data after the JSON value at character {end}")
     return value

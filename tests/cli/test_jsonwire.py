@@ -83,3 +83,22 @@ def test_importing_it_loads_neither_json_nor_re() -> None:
     probe = "import sys, deskhandctl.jsonwire as j; j.loads('[1]'); j.dumps_compact([1]); print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_invalid_documents_raise_value_error_before_json_is_imported() -> None:
+    """In a fresh interpreter (json.decoder not imported, as in deskhandctl), the C scanner
+    cannot build its own error; loads still refuses with a ValueError that says where."""
+    bad = ['"\x01"', '{"a":1,}', '{"a" 1}', '"abc', '{"a": }']
+    probe = (
+        "import sys, deskhandctl.jsonwire as j\n"
+        "assert 'json.decoder' not in sys.modules\n"
+        "for text in sys.argv[1:]:\n"
+        "    try:\n"
+        "        j.loads(text)\n"
+        "    except ValueError as exc:\n"
+        "        print(type(exc).__name__, 'char' in str(exc))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, *bad], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split("\n")[:-1] == ["JSONDecodeError True"] * 4 + ["ValueError True"]
