@@ -119,9 +119,7 @@ def parse_line(line: bytes) -> Incoming | dict[str, Any]:
     null when no usable id could be read)."""
     try:
         value = jsonwire.loads(line.decode())
-    except Exception:
-        # (CPython's scanner can fail without an exception set when json.decoder is not
-        # imported); whatever the codec raises, the line is not JSON and we keep serving.
+    except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not JSON
         return error_message(None, PARSE_ERROR, "Parse error: the line is not JSON")
     if isinstance(value, list):
         return error_message(
