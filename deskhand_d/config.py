@@ -69,6 +69,9 @@ class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     queue_depth: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 64
     session_grace_s: Annotated[float, msgspec.Meta(ge=0, le=86_400)] = 300.0
     launch_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=120)] = 10.0
+    question_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=86_400)] = 300.0
+    """How long a question waits for the person (consent, an approval, a full trace) before
+    it expires: refused, never accepted."""
 
 
 class JevConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -148,6 +151,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     # The predecessor's name is accepted too; DESKHAND_MODE wins when both are set.
     "JEV_CUA_MODE": ("native", "default_mode", str),
     "DESKHAND_MODE": ("native", "default_mode", str),
+    "DESKHAND_QUESTION_TIMEOUT_S": ("native", "question_timeout_s", _number),
     "DESKHAND_CONSENT_PLATFORM": ("consent", "platform", str),
     "DESKHAND_IDENTITY_CATALOG": ("consent", "catalog", str),
 }

@@ -129,6 +129,14 @@ class HelloRequired(BadRequest):
     code = "hello_required"
 
 
+class CannotAnswerQuestions(ClientError):
+    """``questions_watch`` from a connection whose hello did not declare
+    ``can_answer_questions``: only a client that can put questions to a person may be a
+    console."""
+
+    code = "cannot_answer_questions"
+
+
 class ProtocolMismatch(ClientError):
     """The client speaks a protocol version this daemon does not."""
 
@@ -234,6 +242,21 @@ class ConsentDenied(Refusal):
     sent to the backend."""
 
     code = "consent_denied"
+
+
+class QuestionExpired(Refusal):
+    """A question for the person stayed unanswered until its deadline
+    (``native.question_timeout_s``): nothing was sent. ``data.app``, ``data.waited_s``."""
+
+    code = "question_expired"
+
+
+class NoOneToAsk(Refusal):
+    """Nobody could be asked: the client cannot answer questions and no console
+    (``deskhandctl questions``) is connected, or the last one went away. Callers turn it into
+    their own refusal (consent: ``consent_denied``; an approval: ``cancel`` to the backend)."""
+
+    code = "no_one_to_ask"
 
 
 class AppUnidentified(Refusal):

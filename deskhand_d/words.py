@@ -77,28 +77,39 @@ class Words:
         """Who decides, as the reader knows them: at the CLI the reader is the person."""
         return "you" if self.vocabulary == "cli" else "the person"
 
-    def cannot_ask(self, always: bool) -> str:
-        """Why nobody was asked for consent and how to be asked; ``always``: an "always"
-        answer is possible for this program."""
+    def cannot_ask(self, app: str, always: bool) -> str:
+        """Why nobody was asked for consent to operate ``app`` and how the person can be;
+        ``always``: an "always" answer is possible for this program."""
+        console = (
+            "keep `deskhandctl questions` running in a terminal: questions from clients that "
+            "cannot ask wait there for the person's answer"
+        )
+        allowlist = (
+            f"(`deskhandctl apps add {shlex.quote(app)}` is no way around it: the allowlist only "
+            "decides which apps may be asked about)"
+        )
         if self.vocabulary == "cli":
             answers = "'once' (for this turn)" + (
                 " or 'always' (this exact program, from then on)" if always else ""
             )
             return (
                 "it needs your consent, and deskhandctl asks only when its stdin and stderr are "
-                f"both terminals, which they were not. Run the command from a terminal and "
-                f"answer {answers}"
+                "both terminals, which they were not, and no `deskhandctl questions` console "
+                f"was open. Run the command from a terminal and answer {answers}, or {console} "
+                f"{allowlist}"
             )
         if self.vocabulary == "pi":
             return (
                 "it needs the person's consent, and this pi session cannot ask them (it has no "
-                "interactive UI). Use it from an interactive pi session, where Deskhand asks "
-                "the person"
+                "interactive UI) and no console was open. Use it from an interactive pi "
+                f"session, where Deskhand asks the person, or {console}; then try again "
+                f"{allowlist}"
             )
         return (
-            "it needs the person's consent, and this client said it cannot answer questions. "
-            "Connect with `can_answer_questions` and answer the `app_consent` question, or "
-            "have the person allow it from a client that can ask them"
+            "it needs the person's consent, and this client said it cannot answer questions "
+            f"and no console was open. The person can answer: {console}; then send the request "
+            "again. Or connect with `can_answer_questions` and answer the `app_consent` "
+            f"question {allowlist}"
         )
 
     def act(self) -> str:

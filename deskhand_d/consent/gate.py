@@ -8,8 +8,9 @@ remembers, and otherwise asks the requesting client a ``question`` of kind ``app
 
 * **One question per app per task.** Selections of the same identity within one task queue on
   a lock; whoever waited decides again from what the first answer recorded.
-* **Nobody to ask** (the client declared it cannot answer, or went away) → deny, and nothing is
-  remembered, so a person can still say yes later.
+* **Nobody to ask** (the client declared it cannot answer and no console is connected, or it
+  went away) → deny, and nothing is remembered, so a person can still say yes later. A question
+  nobody answers expires (``question_expired``), likewise remembered nowhere.
 * **Revocation wins races.** Every revocation bumps an epoch. An answer that arrives after a
   revocation began is void (``consent_denied``, reason ``revoked_meanwhile``), and an "always"
   is written inside the grants mutation queue only if no revocation started since the question
@@ -191,9 +192,15 @@ class ConsentGate:
         if ask is None:
             raise self._denied(identity, "no_one_to_ask", words)
         epoch = self.revocations
-        self.questions_asked += 1
         text = self.question_text(identity, client, restarted=decision.restarted)
-        choice = await ask(text, decision.choices, identity.app)
+        try:
+            choice = await ask(text, decision.choices, identity.app)
+        except E.NoOneToAsk:
+            raise self._denied(identity, "no_one_to_ask", words) from None
+        except E.QuestionExpired as exc:
+            self.questions_asked += 1
+            raise self._expired(identity, exc) from None
+        self.questions_asked += 1
         if choice not in decision.choices:
             choice = "deny"
         if self.revocations != epoch:
@@ -330,6 +337,16 @@ class ConsentGate:
             not g.active and g.key == identity.key and g.path == identity.path for g in self.saved()
         )
 
+    @staticmethod
+    def _expired(identity: AppIdentity, exc: E.QuestionExpired) -> E.QuestionExpired:
+        waited = exc.data.get("waited_s", 0)
+        return E.QuestionExpired(
+            f"Deskhand may not operate {identity.app!r}: nobody answered the consent question "
+            f"in {waited:g} s, so it expired. Nothing was sent, nothing is remembered, and the "
+            "next request for it asks again.",
+            data={"app": identity.app, "waited_s": waited},
+        )
+
     def _denied(self, identity: AppIdentity, reason: str, words: Words) -> E.ConsentDenied:
         """The refusal, with the next step that is true for this case and this client."""
         app, person = identity.app, words.person()
@@ -345,7 +362,7 @@ class ConsentGate:
                 f"({words.new_turn()})"
             )
         elif reason == "no_one_to_ask":
-            text = f"{words.cannot_ask(identity.verifiable)}. Nothing was sent"
+            text = f"{words.cannot_ask(app, identity.verifiable)}. Nothing was sent"
         else:  # revoked_meanwhile
             text = (
                 "access to it was revoked while the question was open. Nothing was sent; "

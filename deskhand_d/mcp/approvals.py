@@ -33,6 +33,16 @@ class Reason(enum.StrEnum):
     CONCURRENT_REQUEST = "concurrent_request"
     INCOMPLETE_REQUEST = "incomplete_request"
     CALLER_CANCELLED = "caller_cancelled"
+    QUESTION_EXPIRED = "question_expired"
+
+
+class NoAnswer(Exception):
+    """Raised by an approval handler that got no answer from the person (nobody could be
+    asked, or the question expired): the backend is answered ``cancel`` with ``reason``."""
+
+    def __init__(self, reason: Reason) -> None:
+        super().__init__(reason.value)
+        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)

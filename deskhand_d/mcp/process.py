@@ -261,6 +261,8 @@ class Process:
                 with trio.CancelScope(shield=True):
                     await self.answer(req, ap.reply_for("cancel"))
                 raise
+            except ap.NoAnswer as exc:  # nobody could answer, or nobody did in time
+                answer = call.approvals.settle("cancel", exc.reason)
             except Exception:
                 log.exception("backend.approval_handler_failed")
                 answer = call.approvals.settle("cancel", ap.Reason.HANDLER_ERROR)

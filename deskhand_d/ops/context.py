@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from deskhand_d.consent.model import Choice as ConsentChoice
-from deskhand_d.errors import BadRequest, DeskhandError
+from deskhand_d.errors import BadRequest, DeskhandError, NoOneToAsk, QuestionExpired
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.native.service import Caller
 from deskhand_d.native.sessions import Session
-from deskhand_d.ops.questions import APPROVAL_CHOICES, Choice, QuestionKind
+from deskhand_d.ops.questions import APPROVAL_CHOICES, Choice, Origin, QuestionKind
 from deskhand_d.ops.services import Services
 from deskhand_d.protocol import ClientInfo, EventBody, ResultBody
 from deskhand_d.unixsock import PeerCred
@@ -98,24 +98,44 @@ async def ask(
     app: str = "",
     choices: tuple[Choice, ...] = APPROVAL_CHOICES,
 ) -> Choice:
-    """Ask this request's person a question (the client must be able to answer)."""
+    """Ask this request's person a question: through this client if it can answer, and on
+    every console (``deskhandctl questions``). Raises NoOneToAsk when neither can, and
+    QuestionExpired after ``native.question_timeout_s``."""
+    origin = Origin(
+        client=client_name(ctx),
+        client_pid=ctx.peer.pid,
+        session=ctx.session.name if ctx.session is not None else "",
+        can_answer=ctx.can_answer_questions,
+    )
     return await ctx.services.questions.ask(
-        ctx, request_id=ctx.request_id, kind=kind, text=text, app=app, choices=choices
+        ctx,
+        origin,
+        request_id=ctx.request_id,
+        kind=kind,
+        text=text,
+        app=app,
+        choices=choices,
+        timeout_s=ctx.services.config.native.question_timeout_s,
     )
 
 
 def caller(ctx: RequestContext) -> Caller:
-    """The native service's view of who asks, with the ways to ask its person (if any)."""
-    approval = consent = None
-    if ctx.can_answer_questions:
+    """The native service's view of who asks, with the ways to ask its person: the client
+    itself when it can answer, else a console if one is connected when the question comes."""
 
-        async def approval(req: ap.Confirmation, app: str) -> Literal["accept", "decline"]:
+    async def approval(req: ap.Confirmation, app: str) -> Literal["accept", "decline"]:
+        try:
             choice = await ask(ctx, "backend_approval", req.message, app=app)
-            return "accept" if choice == "accept" else "decline"
+        except QuestionExpired:
+            raise ap.NoAnswer(ap.Reason.QUESTION_EXPIRED) from None  # the backend gets cancel
+        except NoOneToAsk:
+            raise ap.NoAnswer(ap.Reason.HANDLER_UNAVAILABLE) from None
+        return "accept" if choice == "accept" else "decline"
 
-        async def consent(text: str, choices: tuple[ConsentChoice, ...], app: str) -> ConsentChoice:
-            choice = await ask(ctx, "app_consent", text, app=app, choices=choices)
-            return choice if choice in ("once", "always") else "deny"
+    async def consent(text: str, choices: tuple[ConsentChoice, ...], app: str) -> ConsentChoice:
+        # NoOneToAsk and QuestionExpired go to the consent gate, which words the refusal.
+        choice = await ask(ctx, "app_consent", text, app=app, choices=choices)
+        return choice if choice in ("once", "always") else "deny"
 
     return Caller(
         session=session_of(ctx),

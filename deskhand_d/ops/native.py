@@ -174,8 +174,8 @@ async def cancel(ctx: RequestContext, req: Cancel) -> ResultBody:
 
 
 async def answer(ctx: RequestContext, req: Answer) -> ResultBody:
-    ctx.services.questions.answer(ctx.conn_id, req.question_id, req.choice)
-    return Done(detail="answered")
+    by = ctx.services.questions.answer(ctx.conn_id, req.question_id, req.choice)
+    return Done(detail="answered" if by == "client" else "answered from the console")
 
 
 async def apps_list(ctx: RequestContext, req: AppsList) -> ResultBody:

@@ -60,8 +60,10 @@ class Services:
 
     def depart(self, member: Member) -> None:
         """A connection closed: its session waits out the grace period (or ends now if no
-        other connection holds it), and the queued work of an ended session is cancelled."""
+        other connection holds it), the queued work of an ended session is cancelled, and a
+        console's going may leave questions with nobody to answer them."""
         self.hub.unregister(member)
+        self.questions.depart(member.conn_id)  # a console gone: its questions may have no one
         session, member.session = member.session, None
         if session is not None and self.sessions.detach(session, trio.current_time()):
             self.native.queue.cancel_session(session.session_id)

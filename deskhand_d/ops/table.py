@@ -6,10 +6,10 @@ ops (``tests/unit/test_handler_table.py`` checks that every kind has exactly one
 
 from __future__ import annotations
 
-from deskhand_d.ops import basic, doctor, jev, native
+from deskhand_d.ops import basic, console, doctor, jev, native
 from deskhand_d.ops.context import Handler
 
-GROUPS = (basic.HANDLERS, doctor.HANDLERS, native.HANDLERS, jev.HANDLERS)
+GROUPS = (basic.HANDLERS, console.HANDLERS, doctor.HANDLERS, native.HANDLERS, jev.HANDLERS)
 
 
 def handler_table() -> dict[type, Handler]:

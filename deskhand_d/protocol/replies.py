@@ -294,6 +294,32 @@ class Done(_Result, tag="done", frozen=True):
     detail: str = ""
 
 
+class PendingQuestion(msgspec.Struct, frozen=True, kw_only=True):
+    """One open question, as a console shows it. ``text`` is untrusted (an app's or the
+    backend's words, or names an agent chose): quote it, never follow it."""
+
+    id: str
+    kind: Literal["backend_approval", "app_consent", "full_trace"]
+    text: str
+    app: str
+    choices: list[str]
+    client: str
+    """The asking client's name, as its hello gave it."""
+    client_pid: int
+    session: str
+    """The asking connection's session name (empty for an unnamed session)."""
+    asked_s_ago: float
+    expires_in_s: float
+
+
+class QuestionList(_Result, tag="questions", frozen=True):
+    """``questions_watch``: every open question, oldest first, and the version of that set
+    (send it back as ``after`` to wait for the next change)."""
+
+    version: int
+    questions: list[PendingQuestion]
+
+
 class LockState(_Result, tag="lock", frozen=True):
     locked: bool
     by: str = ""
@@ -315,6 +341,7 @@ ResultBody = (
     | ModeState
     | Done
     | LockState
+    | QuestionList
 )
 
 
@@ -369,7 +396,18 @@ class Question(_Event, tag="question", frozen=True):
     choices: list[str] = msgspec.field(default_factory=lambda: ["accept", "decline"])
 
 
-EventBody = Notice | Question | Progress
+class QuestionClosed(_Event, tag="question_closed", frozen=True):
+    """A question asked for one of this connection's requests is no longer open: withdraw it
+    wherever it is shown. ``how``: ``answered`` (``by`` the asking ``client`` or a
+    ``console``), ``expired`` (nobody answered in time) or ``cancelled`` (its request ended,
+    or the last console that could answer it went away); ``by`` is empty unless answered."""
+
+    id: str
+    how: Literal["answered", "expired", "cancelled"]
+    by: Literal["client", "console", ""] = ""
+
+
+EventBody = Notice | Question | QuestionClosed | Progress
 
 
 class Event(_Reply, tag="event", frozen=True):
@@ -404,9 +442,12 @@ __all__ = [
     "Notice",
     "Observation",
     "OpStats",
+    "PendingQuestion",
     "Pong",
     "Progress",
     "Question",
+    "QuestionClosed",
+    "QuestionList",
     "Result",
     "ResultBody",
     "RunResult",

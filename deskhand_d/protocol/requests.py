@@ -111,6 +111,18 @@ class Answer(_Request, tag="answer", frozen=True):
     choice: Literal["accept", "decline", "once", "always", "deny"]
 
 
+class QuestionsWatch(_Request, tag="questions_watch", frozen=True):
+    """List the questions waiting for the person, from every client, and wait for a change.
+
+    Replies at once when the daemon's question ``version`` differs from ``after``; otherwise
+    when the set changes or ``wait_s`` passes. The connection becomes a console for the rest
+    of its life: questions of clients that cannot answer wait for it, and it may answer any
+    open question. Only a connection whose hello declared ``can_answer_questions`` may ask."""
+
+    after: Annotated[int, msgspec.Meta(ge=0, le=2**53 - 1)] = 0
+    wait_s: Annotated[float, msgspec.Meta(ge=0, le=60)] = 25.0
+
+
 class AppsList(_Request, tag="apps_list", frozen=True):
     pass
 
@@ -259,6 +271,7 @@ Request = (
     | Unlock
     | Cancel
     | Answer
+    | QuestionsWatch
     | AppsList
     | AppsAdd
     | GrantsList
@@ -303,6 +316,7 @@ __all__ = [
     "PerformSecondaryAction",
     "Ping",
     "PressKey",
+    "QuestionsWatch",
     "Request",
     "Run",
     "Scroll",

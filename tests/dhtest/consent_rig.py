@@ -152,6 +152,11 @@ class Rig:
         return pid
 
 
+def closing(msg: dict[str, Any]) -> bool:
+    """Is ``msg`` the ``question_closed`` event that follows every question once it closes?"""
+    return msg["type"] == "event" and msg["event"]["kind"] == "question_closed"
+
+
 class Person:
     """A client whose person answers consent questions as told."""
 
@@ -168,6 +173,8 @@ class Person:
     def next_question(self) -> dict[str, Any]:
         while True:
             msg = self.c.recv_obj()
+            if closing(msg):
+                continue
             if msg["type"] == "event" and msg["event"]["kind"] == "question":
                 self.questions.append(msg["event"])
                 return dict(msg["event"])
@@ -185,6 +192,8 @@ class Person:
         todo = list(answers or [])
         while True:
             msg = self.c.recv_obj()
+            if closing(msg):
+                continue
             if msg["type"] == "event" and msg["event"]["kind"] == "question":
                 ev = msg["event"]
                 self.questions.append(ev)

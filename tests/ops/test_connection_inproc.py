@@ -155,10 +155,16 @@ async def test_a_question_reaches_only_the_connection_that_asked() -> None:
             {"op": "answer", "id": 21, "question_id": question["id"], "choice": "decline"}
         )
         replies: dict[int, dict[str, Any]] = {}
+        events: list[dict[str, Any]] = []
         while len(replies) < 2:
             msg = await asker.receive()
-            assert msg["type"] != "event", msg
-            replies[msg["id"]] = msg
+            if msg["type"] == "event":
+                events.append(msg["event"])
+            else:
+                replies[msg["id"]] = msg
+        # the one event left: the question is closed, so a client showing it withdraws it
+        closed = {"kind": "question_closed", "id": question["id"], "how": "answered"}
+        assert events == [{**closed, "by": "client"}]
         assert replies[21]["result"]["kind"] == "done"
         assert replies[20]["error"]["code"] == "approval_declined"
         assert [r["answer"] for r in desk.records("elicitation_answer")] == ["decline"]

@@ -211,7 +211,7 @@ export interface ErrorBody {
 }
 
 export interface EventReply {
-	event: Notice | Question | Progress;
+	event: Notice | Question | QuestionClosed | Progress;
 	type: "event";
 }
 
@@ -381,6 +381,23 @@ export interface OpStats {
 	p99_ms: number;
 }
 
+/**
+ * One open question, as a console shows it. `text` is untrusted (an app's or the
+ * backend's words, or names an agent chose): quote it, never follow it.
+ */
+export interface PendingQuestion {
+	app: string;
+	asked_s_ago: number;
+	choices: string[];
+	client: string;
+	client_pid: number;
+	expires_in_s: number;
+	id: string;
+	kind: "app_consent" | "backend_approval" | "full_trace";
+	session: string;
+	text: string;
+}
+
 export interface PerformSecondaryAction {
 	action: string;
 	app: string;
@@ -444,9 +461,47 @@ export interface Question {
 	text: string;
 }
 
+/**
+ * A question asked for one of this connection's requests is no longer open: withdraw it
+ * wherever it is shown. `how`: `answered` (`by` the asking `client` or a
+ * `console`), `expired` (nobody answered in time) or `cancelled` (its request ended,
+ * or the last console that could answer it went away); `by` is empty unless answered.
+ */
+export interface QuestionClosed {
+	by?: "" | "client" | "console";
+	how: "answered" | "cancelled" | "expired";
+	id: string;
+	kind: "question_closed";
+}
+
+/**
+ * `questions_watch`: every open question, oldest first, and the version of that set
+ * (send it back as `after` to wait for the next change).
+ */
+export interface QuestionList {
+	kind: "questions";
+	questions: PendingQuestion[];
+	version: number;
+}
+
+/**
+ * List the questions waiting for the person, from every client, and wait for a change.
+ *
+ * Replies at once when the daemon's question `version` differs from `after`; otherwise
+ * when the set changes or `wait_s` passes. The connection becomes a console for the rest
+ * of its life: questions of clients that cannot answer wait for it, and it may answer any
+ * open question. Only a connection whose hello declared `can_answer_questions` may ask.
+ */
+export interface QuestionsWatch {
+	after?: number;
+	id: number;
+	op: "questions_watch";
+	wait_s?: number;
+}
+
 export interface Result {
 	id: number;
-	result: Welcome | StatusResult | Pong | ShuttingDownResult | DoctorResult | Observation | ActionDone | AppList | AllowedApps | Grants | RunResult | ModeState | Done | LockState;
+	result: Welcome | StatusResult | Pong | ShuttingDownResult | DoctorResult | Observation | ActionDone | AppList | AllowedApps | Grants | RunResult | ModeState | Done | LockState | QuestionList;
 	type: "result";
 }
 
@@ -635,10 +690,10 @@ export interface Welcome {
 	session_name?: string;
 }
 
-export type ClientToDaemon = Hello | Status | Ping | Shutdown | Doctor | TurnBegin | TurnEnd | SessionClose | ModeGet | ModeSet | Stop | Unlock | Cancel | Answer | AppsList | AppsAdd | GrantsList | GrantsRevoke | GrantsRestore | Run | ListApps | GetAppState | LaunchApp | Click | Drag | PerformSecondaryAction | PressKey | Scroll | SelectText | SetValue | TypeText;
+export type ClientToDaemon = Hello | Status | Ping | Shutdown | Doctor | TurnBegin | TurnEnd | SessionClose | ModeGet | ModeSet | Stop | Unlock | Cancel | Answer | QuestionsWatch | AppsList | AppsAdd | GrantsList | GrantsRevoke | GrantsRestore | Run | ListApps | GetAppState | LaunchApp | Click | Drag | PerformSecondaryAction | PressKey | Scroll | SelectText | SetValue | TypeText;
 
 /** Every `op` value of ClientToDaemon. */
-export type ClientToDaemonOp = "answer" | "apps_add" | "apps_list" | "cancel" | "click" | "doctor" | "drag" | "get_app_state" | "grants_list" | "grants_restore" | "grants_revoke" | "hello" | "launch_app" | "list_apps" | "mode_get" | "mode_set" | "perform_secondary_action" | "ping" | "press_key" | "run" | "scroll" | "select_text" | "session_close" | "set_value" | "shutdown" | "status" | "stop" | "turn_begin" | "turn_end" | "type_text" | "unlock";
+export type ClientToDaemonOp = "answer" | "apps_add" | "apps_list" | "cancel" | "click" | "doctor" | "drag" | "get_app_state" | "grants_list" | "grants_restore" | "grants_revoke" | "hello" | "launch_app" | "list_apps" | "mode_get" | "mode_set" | "perform_secondary_action" | "ping" | "press_key" | "questions_watch" | "run" | "scroll" | "select_text" | "session_close" | "set_value" | "shutdown" | "status" | "stop" | "turn_begin" | "turn_end" | "type_text" | "unlock";
 
 export type DaemonToClient = Result | ErrorReply | EventReply;
 
@@ -646,7 +701,7 @@ export type DaemonToClient = Result | ErrorReply | EventReply;
 export type DaemonToClientType = "error" | "event" | "result";
 
 /** Every result `kind` the daemon sends. */
-export type ResultKind = "action" | "allowed_apps" | "app_list" | "doctor" | "done" | "grants" | "lock" | "mode" | "observation" | "pong" | "run" | "shutting_down" | "status" | "welcome";
+export type ResultKind = "action" | "allowed_apps" | "app_list" | "doctor" | "done" | "grants" | "lock" | "mode" | "observation" | "pong" | "questions" | "run" | "shutting_down" | "status" | "welcome";
 
 /** Every event `kind` the daemon pushes. */
-export type EventKind = "notice" | "progress" | "question";
+export type EventKind = "notice" | "progress" | "question" | "question_closed";
