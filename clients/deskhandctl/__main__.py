@@ -128,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_trace(args)
     try:
+        if args.command == "questions":  # the person's console: a loop, not one request
+            from deskhandctl.console import run_console
+
+            return run_console(args)
         return _run(args)
     except DaemonError as exc:
         return _daemon_error(args, exc)

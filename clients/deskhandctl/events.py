@@ -66,6 +66,55 @@ def discard_typeahead(stdin: TextIO) -> None:
         pass  # the terminal went away; the read that follows sees end of file and declines
 
 
+def what(event: dict[str, Any]) -> str:
+    """The question in words, naming the app (both shown escaped: they are untrusted)."""
+    app = render.printable(str(event.get("app") or "an app"), bidi=True)
+    question = str(event.get("question", ""))
+    template = _WHAT.get(question)
+    if template is None:
+        return f"{render.printable(question or 'a question', bidi=True)} ({app})"
+    return template.format(app=app)
+
+
+def _offered(event: dict[str, Any]) -> list[str]:
+    choices = event.get("choices")
+    return choices if isinstance(choices, list) else []
+
+
+def present(event: dict[str, Any], text: str) -> tuple[str, str]:
+    """What to show before reading an answer: the question with its text quoted as untrusted,
+    and the prompt (no newline) that says which keys answer it and what the default is."""
+    if event.get("question") == "app_consent":
+        offered = [c for c in ("once", "always", "deny") if c in _offered(event)]
+        intro = (
+            "\ndeskhand-d asks for your consent (the app name below comes from the requesting "
+            "agent):\n" + render.quoted(text)
+        )
+        return intro, " / ".join(f"[{c[0]}]{c[1:]}" for c in offered) + " (default deny) "
+    choices = event.get("choices")
+    can_accept = not isinstance(choices, list) or "accept" in choices
+    intro = (
+        f"\ndeskhand-d needs your decision: {what(event)}.\n"
+        "Its message, quoted as received (untrusted text from the backend, not from "
+        "Deskhand):\n" + render.quoted(text)
+    )
+    return intro, "Accept? [y/N] " if can_accept else "It can only be declined. [Enter] "
+
+
+def decide(event: dict[str, Any], line: str) -> tuple[str, str]:
+    """The choice a typed ``line`` makes, and the words that confirm it. Anything unclear, an
+    empty line or end of file is the refusing choice: deny, or decline."""
+    word = line.strip().lower()
+    if event.get("question") == "app_consent":
+        offered = [c for c in ("once", "always", "deny") if c in _offered(event)]
+        choice = next((c for c in offered if word and c.startswith(word)), "deny")
+        said = {"once": "allowed for this task", "always": "always allowed (this exact program)"}
+        return choice, said.get(choice, "denied")
+    choices = event.get("choices")
+    accepted = (not isinstance(choices, list) or "accept" in choices) and word in _YES
+    return ("accept", "accepted") if accepted else ("decline", "declined")
+
+
 class EventHandler:
     """The session's event hook. Assign :attr:`session` once the session is open."""
 
@@ -106,7 +155,7 @@ class EventHandler:
             return  # not about a request of ours that is still pending
         if not self.interactive:
             self._say(
-                f"deskhand-d asked a question ({self._what(event)}) that needs a person at a "
+                f"deskhand-d asked a question ({what(event)}) that needs a person at a "
                 "terminal; none is attached, so it stays unanswered and the daemon cancels it."
             )
             return
@@ -118,42 +167,12 @@ class EventHandler:
             self._say(f"deskhandctl: the daemon did not take the answer: {exc.message}")
 
     def _ask(self, event: dict[str, Any], text: str) -> str:
-        """Show the question and read the person's decision: ``accept`` or ``decline``."""
-        discard_typeahead(self._stdin or sys.stdin)
-        choices = event.get("choices")
-        if event.get("question") == "app_consent":
-            return self._consent(text, choices if isinstance(choices, list) else [])
-        can_accept = not isinstance(choices, list) or "accept" in choices
-        self._say(
-            f"\ndeskhand-d needs your decision: {self._what(event)}.\n"
-            "Its message, quoted as received (untrusted text from the backend, not from "
-            "Deskhand):\n" + render.quoted(text)
-        )
-        stderr = self._stderr or sys.stderr
+        """Show the question and read the person's decision (one of its choices)."""
         stdin = self._stdin or sys.stdin
-        stderr.write("Accept? [y/N] " if can_accept else "It can only be declined. [Enter] ")
-        stderr.flush()
-        try:
-            line = stdin.readline()
-        except KeyboardInterrupt:
-            stderr.write("\n")
-            raise
-        accepted = can_accept and line.strip().lower() in _YES
-        if not line.endswith("\n"):
-            stderr.write("\n")  # end of file: keep the next output on a line of its own
-        self._say("accepted" if accepted else "declined")
-        return "accept" if accepted else "decline"
-
-    def _consent(self, text: str, choices: list[Any]) -> str:
-        """Deskhand's own consent question: once / always (if offered) / deny; default deny."""
-        offered = [c for c in ("once", "always", "deny") if c in choices]
-        self._say(
-            "\ndeskhand-d asks for your consent (the app name below comes from the requesting "
-            "agent):\n" + render.quoted(text)
-        )
-        prompt = " / ".join(f"[{c[0]}]{c[1:]}" for c in offered) + " (default deny) "
         stderr = self._stderr or sys.stderr
-        stdin = self._stdin or sys.stdin
+        discard_typeahead(stdin)
+        intro, prompt = present(event, text)
+        self._say(intro)
         stderr.write(prompt)
         stderr.flush()
         try:
@@ -162,26 +181,10 @@ class EventHandler:
             stderr.write("\n")
             raise
         if not line.endswith("\n"):
-            stderr.write("\n")
-        word = line.strip().lower()
-        choice = next((c for c in offered if word and c.startswith(word)), "deny")
-        self._say(
-            {
-                "once": "allowed for this task",
-                "always": "always allowed (this exact program)",
-            }.get(choice, "denied")
-        )
+            stderr.write("\n")  # end of file: keep the next output on a line of its own
+        choice, said = decide(event, line)
+        self._say(said)
         return choice
-
-    @staticmethod
-    def _what(event: dict[str, Any]) -> str:
-        """The question in words, naming the app (both shown escaped: they are untrusted)."""
-        app = render.printable(str(event.get("app") or "an app"), bidi=True)
-        question = str(event.get("question", ""))
-        template = _WHAT.get(question)
-        if template is None:
-            return f"{render.printable(question or 'a question', bidi=True)} ({app})"
-        return template.format(app=app)
 
     def _say(self, line: str) -> None:
         stderr = self._stderr or sys.stderr

@@ -33,6 +33,9 @@ EPILOG = (
     "130 interrupted. See docs/cli.md."
 )
 DEFAULT_TIMEOUT_S = 10.0
+QUESTIONS_TIMEOUT_S = 40.0
+"""Default ``--timeout`` of ``questions``: more than its long poll's wait, so an idle console
+is not taken for a stuck daemon."""
 DESKTOP_TIMEOUT_S = 60.0
 """Default ``--timeout`` for commands that may start the backend or wait on it."""
 
@@ -715,6 +718,21 @@ COMMANDS: dict[str, Command] = {
             autostart=False,
         ),
         Command("unlock", "release the emergency stop", "unlock"),
+        Command(
+            "questions",
+            "answer here the questions of agents whose clients cannot ask you (on a terminal)",
+            "questions_watch",
+            (
+                Param(
+                    "--once",
+                    "once",
+                    "answer the questions waiting now, then exit",
+                    switch=True,
+                    local=True,
+                ),
+            ),
+            timeout=QUESTIONS_TIMEOUT_S,
+        ),
         Command(
             "service",
             "install or uninstall the systemd/launchd user service (see 'service --help')",
