@@ -146,15 +146,16 @@ async def _open_trace(ctx: RequestContext, req: Run, who: Caller) -> Recorder | 
     directory = paths.state_dir(ctx.services.env) / "traces"
     secrets = ctx.services.secrets()
     if req.full_trace:
-        if not ctx.can_answer_questions:
-            return None
         text = (
             f"{who.client} asks to record a full trace of a Jev run on {req.app!r}. It would "
             f"store, in {directory}: the goal, every accessibility tree read (all text visible "
             "in the app), the text and keys given to type or press, and every question sent to "
             "Jev with its answers. API keys are removed; screenshots are never stored. Allow?"
         )
-        choice = await ask(ctx, "full_trace", text, app=req.app)
+        try:  # through this client or a console; nobody to ask, or no answer, is a no
+            choice = await ask(ctx, "full_trace", text, app=req.app)
+        except (E.NoOneToAsk, E.QuestionExpired):
+            return None
         if choice != "accept":
             return None
         return TraceFile(directory, mode="full", secrets=secrets, budget=cfg.jev.trace_budget_bytes)

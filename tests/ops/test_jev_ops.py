@@ -17,6 +17,7 @@ from peers.fake_jev import serve_fake_jev
 from deskhand_d.errors import DeskhandError
 from deskhand_d.protocol import (
     ActionDone,
+    Answer,
     Cancel,
     Click,
     GetAppState,
@@ -24,6 +25,8 @@ from deskhand_d.protocol import (
     ModeState,
     Observation,
     Progress,
+    QuestionList,
+    QuestionsWatch,
     Run,
     RunResult,
     VerifySpec,
@@ -177,6 +180,42 @@ async def test_declining_the_full_trace_stops_before_jev_is_asked() -> None:
         assert isinstance(result, RunResult)
         assert (result.status, result.reason, result.steps) == ("stop", "consent_declined", 0)
         assert j.jev == [] and j.desk.calls() == []
+
+
+async def test_a_console_answers_the_full_trace_question_of_a_client_that_cannot_ask() -> None:
+    """An agent that cannot ask its person still gets a full trace when the person allows it
+    from a console; with no console it runs without one (nobody could say yes)."""
+    async with jev_desk([pick(CALC["1"])]) as j:
+        agent = await j.desk.client("agent", answers=False, name="agent")
+        nobody = await agent.call(
+            Run(id=agent.next_id(), app="Calculator", goal="Enter 1", full_trace=True, max_steps=1)
+        )
+        assert isinstance(nobody, RunResult) and nobody.reason == "consent_declined"
+        assert j.jev == []
+        console = await j.desk.client("console", answers=True)
+        start = await console.call(QuestionsWatch(id=console.next_id(), wait_s=0.0))
+        assert isinstance(start, QuestionList)
+        async with trio.open_nursery() as nursery:
+            running = agent.start(
+                nursery,
+                Run(id=agent.next_id(), app="Calculator", goal="Enter 1", full_trace=True),
+            )
+            listed = await console.call(
+                QuestionsWatch(id=console.next_id(), after=start.version, wait_s=30.0)
+            )
+            assert isinstance(listed, QuestionList)
+            [question] = listed.questions
+            assert (question.kind, question.app, question.client) == (
+                "full_trace",
+                "Calculator",
+                "agent",
+            )
+            await console.call(
+                Answer(id=console.next_id(), question_id=question.id, choice="accept")
+            )
+            result = await running.wait()
+        assert isinstance(result, RunResult) and result.reason != "consent_declined"
+        assert result.trace_path and j.jev != []
 
 
 async def test_run_outside_jev_mode_says_why_and_sends_nothing() -> None:
