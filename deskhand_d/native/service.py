@@ -54,6 +54,14 @@ log = structlog.get_logger("deskhand.native")
 Asker = Callable[[ap.Confirmation, str], Awaitable[Literal["accept", "decline"]]]
 
 
+@dataclass(slots=True)
+class Handover:
+    """Whether a request's backend call has been handed to the backend yet: what its
+    cancellation means (before: nothing was sent; after: the outcome is unknown)."""
+
+    sent: bool = False
+
+
 @dataclass(frozen=True, slots=True)
 class Caller:
     """Who is asking: the session, the client, and how to ask its person a question."""
@@ -65,6 +73,7 @@ class Caller:
     consent: ConsentAsker | None = None  # asks the person about an app (None: cannot)
     run_id: str = ""  # the Jev run this call belongs to, for the audit log
     words: Words = PROTOCOL  # how messages name the next step for this client
+    handover: Handover | None = None  # marked when a call of this request reaches the backend
 
     @property
     def owner(self) -> str:
@@ -403,6 +412,8 @@ class NativeService:
             nonlocal running, dispatch_id
             dispatch_id = await self._audit_begin(caller, app, tool, args)  # on disk first
             running = True
+            if caller.handover is not None:
+                caller.handover.sent = True
             return await (backend or self.backend).call_tool(tool, args, on_approval=approval)
 
         delivery: E.Delivery = "refused"

@@ -15,9 +15,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from deskhand_d.consent.model import Choice as ConsentChoice
-from deskhand_d.errors import BadRequest, DeskhandError, NoOneToAsk, QuestionExpired
+from deskhand_d.errors import (
+    BadRequest,
+    DeskhandError,
+    NoOneToAsk,
+    QuestionExpired,
+    RequestCancelled,
+)
 from deskhand_d.mcp import approvals as ap
-from deskhand_d.native.service import Caller
+from deskhand_d.native.service import Caller, Handover
 from deskhand_d.native.sessions import Session
 from deskhand_d.ops.questions import APPROVAL_CHOICES, Choice, Origin, QuestionKind
 from deskhand_d.ops.services import Services
@@ -54,8 +60,10 @@ class RequestContext(Protocol):
     async def emit(self, event: EventBody) -> None:
         """Send an event to this request's client (progress, a question)."""
 
-    def on_cancel(self, report: Callable[[], DeskhandError]) -> None:
-        """What this request's cancellation should be reported as, if not plain ``cancelled``."""
+    def on_cancel(self, report: CancelReport) -> None:
+        """What this request's cancellation should be reported as, if not plain ``cancelled``:
+        ``report`` gets why it was cancelled and returns the error to reply with (None: the
+        plain one, outcome unknown)."""
 
     def cancel(self, request_id: int) -> bool:
         """Cancel another request in progress on the same connection; False if there is none."""
@@ -67,6 +75,7 @@ class RequestContext(Protocol):
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[ResultBody]]
+CancelReport = Callable[[str], DeskhandError | None]
 
 
 def session_of(ctx: RequestContext) -> Session:
@@ -137,6 +146,18 @@ def caller(ctx: RequestContext) -> Caller:
         choice = await ask(ctx, "app_consent", text, app=app, choices=choices)
         return choice if choice in ("once", "always") else "deny"
 
+    handover = Handover()
+
+    def cancelled(why: str) -> DeskhandError | None:
+        # Cancelled while waiting (for the queue, the person, consent): nothing was sent, and
+        # the reply says so; once handed to the backend, the plain reply (outcome unknown).
+        if handover.sent:
+            return None
+        return RequestCancelled(
+            f"{why} before anything was sent; nothing reached the app", delivery="refused"
+        )
+
+    ctx.on_cancel(cancelled)
     return Caller(
         session=session_of(ctx),
         client=client_name(ctx),
@@ -144,4 +165,5 @@ def caller(ctx: RequestContext) -> Caller:
         ask=approval,
         consent=consent,
         words=words(ctx),
+        handover=handover,
     )

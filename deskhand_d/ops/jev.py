@@ -116,16 +116,16 @@ async def run(ctx: RequestContext, req: Run) -> ResultBody:
         trace=trace,
     )
 
-    def on_cancel() -> E.DeskhandError:
+    def on_cancel(why: str) -> E.DeskhandError:
         data = {"steps": loop.steps, "phase": loop.phase}
         if loop.phase == "execute":
             return E.OutcomeUnknown(
-                "the run was cancelled while an action was being dispatched; whether it took "
+                f"the run was {why} while an action was being dispatched; whether it took "
                 "effect is unknown, so observe again",
                 data=data,
             )
         return E.RequestCancelled(
-            f"the run was cancelled ({loop.phase}); nothing was being dispatched",
+            f"the run was {why} ({loop.phase}); nothing was being dispatched",
             data=data,
             delivery="refused",
         )

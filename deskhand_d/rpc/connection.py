@@ -6,7 +6,8 @@ and a nursery of request tasks. Each message is decoded into a request; a decode
 connection. Framing and size violations are handled below us by trio-websocket/wsproto, which
 close with the proper WebSocket code. Requests run concurrently up to
 ``max_outstanding_requests``; past that the request is refused with ``too_many_requests``
-rather than queued, so a client waiting on a slow op can still send ``cancel``/``answer``.
+rather than queued, and ``cancel``, ``answer`` and ``stop`` always get through, so a client
+whose requests wait on the person or a slow op can still free itself.
 Replies are serialised by trio-websocket's send lock. Nothing raised by a request escapes the
 connection: a ``DeskhandError`` becomes its code, anything else becomes ``internal`` with the
 traceback in the log only.
@@ -18,7 +19,6 @@ it and never touches the WebSocket.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -35,9 +35,11 @@ from deskhand_d.errors import (
     TooManyRequests,
 )
 from deskhand_d.native.sessions import Session
-from deskhand_d.ops.context import Handler
+from deskhand_d.ops.context import CancelReport, Handler
 from deskhand_d.ops.services import Services
 from deskhand_d.protocol import (
+    Answer,
+    Cancel,
     ClientInfo,
     Codec,
     Error,
@@ -64,6 +66,12 @@ log = structlog.get_logger("deskhand.rpc")
 LOCK_EXEMPT: frozenset[type] = frozenset(
     {Hello, Status, Ping, Stop, Unlock, GrantsList, GrantsRevoke}  # revoking always works
 )
+
+
+# The ops that get through when the connection has max_outstanding_requests in progress: they
+# are quick, and they are how a client frees itself (answering the question its requests wait
+# on, cancelling one) or stops everything.
+ALWAYS_ROOM: frozenset[type] = frozenset({Answer, Cancel, Stop})
 
 
 def op_name(request: Request) -> str:
@@ -95,7 +103,7 @@ class Connection:
         self.request_scopes: dict[int, trio.CancelScope] = {}
         # What a request's cancellation should be reported as, if its handler knows better
         # than the generic `cancelled` (a Jev run in the middle of a dispatch, say).
-        self.cancel_reports: dict[int, Callable[[], DeskhandError]] = {}
+        self.cancel_reports: dict[int, CancelReport] = {}
         self.stop_after_reply = False
         # Set by a handler whose reply must be the connection's last (the spare slot's stop):
         # the close code and reason to send once that reply is out.
@@ -170,7 +178,7 @@ class Connection:
             )
             nursery.start_soon(self._reply_error, request.id, dup)
             return
-        if len(self._outstanding) >= self._limit:
+        if len(self._outstanding) >= self._limit and type(request) not in ALWAYS_ROOM:
             busy = TooManyRequests(
                 f"this connection already has {self._limit} requests in progress; "
                 "wait for replies before sending more",
@@ -190,14 +198,15 @@ class Connection:
             with scope:
                 result = await self._dispatch(request)
             report = self.cancel_reports.pop(request.id, None)
-            if scope.cancelled_caught and report is not None:
-                raise report()  # the handler knows best what a cancellation left behind
             if scope.cancelled_caught:
                 why = (
                     f"cancelled because {self._close_request[1]}"
                     if self._close_request is not None
                     else "cancelled at the client's request"
                 )
+                known = report(why) if report is not None else None
+                if known is not None:
+                    raise known  # the op knows best what a cancellation left behind
                 raise RequestCancelled(
                     f"{why}; if it had already started, its outcome is unknown: observe again",
                     delivery="unknown",
@@ -287,7 +296,7 @@ class _Request:
     async def emit(self, event: EventBody) -> None:
         await self._conn.emit(event)
 
-    def on_cancel(self, report: Callable[[], DeskhandError]) -> None:
+    def on_cancel(self, report: CancelReport) -> None:
         self._conn.cancel_reports[self.request_id] = report
 
     def cancel(self, request_id: int) -> bool:

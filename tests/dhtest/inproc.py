@@ -153,7 +153,7 @@ class FakeRequest:
     async def emit(self, event: EventBody) -> None:
         await self._conn.receive(event)
 
-    def on_cancel(self, report: Callable[[], DeskhandError]) -> None:
+    def on_cancel(self, report: Callable[[str], DeskhandError | None]) -> None:
         self._conn.cancel_reports[self.request_id] = report
 
     def cancel(self, request_id: int) -> bool:
@@ -196,7 +196,7 @@ class FakeClient:
         self.session: Session | None = None
         self.events: list[EventBody] = []
         self.request_scopes: dict[int, trio.CancelScope] = {}
-        self.cancel_reports: dict[int, Callable[[], DeskhandError]] = {}
+        self.cancel_reports: dict[int, Callable[[str], DeskhandError | None]] = {}
         self.stop_after_reply = False
         self.close_after_reply: tuple[int, str] | None = None
         self.close_requested: tuple[int, str] | None = None
@@ -234,7 +234,8 @@ class FakeClient:
             with scope:
                 return await self.handlers[type(request)](FakeRequest(self, request.id), request)
             report = self.cancel_reports.get(request.id)
-            raise RequestWasCancelled(report() if report is not None else None)
+            known = report("cancelled at the client's request") if report is not None else None
+            raise RequestWasCancelled(known)
         finally:
             self.request_scopes.pop(request.id, None)
             self.cancel_reports.pop(request.id, None)

@@ -302,7 +302,9 @@ async def test_cancel_of_a_queued_request_sends_nothing() -> None:
             assert isinstance(done, Done) and done.detail == f"cancelled request {rid}"
             with pytest.raises(RequestWasCancelled) as info:
                 await queued.wait()
-            assert info.value.report is None  # plain cancelled: the connection says so
+            report = info.value.report  # it never left the queue: nothing was sent
+            assert report is not None
+            assert (report.code, report.delivery) == ("cancelled", "refused")
             await a.answer_question(question, "accept")
             assert isinstance(await held.wait(), Observation)
         assert desk.services.status().queue_depth == 0  # the worker skipped the cancelled job
