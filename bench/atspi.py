@@ -21,8 +21,10 @@ in a private Xvfb desktop of its own.
   the guard's server grab and owner check, in the same run; the difference is what every
   guarded batch adds.
 
-Run it alone as ``.venv/bin/python bench/atspi.py`` (JSON on stdout; with ``GSK_RENDERER=cairo``
-in the environment the GTK 4 apps draw with cairo instead of software OpenGL); ``bench/run.py``
+Run it alone as ``.venv/bin/python bench/atspi.py`` (JSON on stdout). The private desktops draw
+GTK 4 with cairo, as every desktop Deskhand starts does (there is no GPU under Xvfb); with
+``GSK_RENDERER=gl`` in the environment the apps draw with OpenGL in software (llvmpipe), GTK's
+default elsewhere, and the record says which renderer ran. ``bench/run.py``
 imports :func:`measure_atspi` and skips it where there is no Xvfb or gnome-calculator (and the
 Text Editor part where gnome-text-editor is missing).
 """
@@ -30,7 +32,6 @@ Text Editor part where gnome-text-editor is missing).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import statistics
@@ -95,10 +96,11 @@ def _timed(n: int, call: Callable[[int], Any]) -> list[float]:
 
 
 def measure_atspi() -> dict[str, Any]:
-    # GTK 4 draws with OpenGL, in software (llvmpipe) under Xvfb, unless GSK_RENDERER says
-    # otherwise; the apps inherit it from this process, so the record says which it was.
-    results: dict[str, Any] = {"gsk_renderer": os.environ.get("GSK_RENDERER", "default")}
+    # The private desktop picks cairo unless GSK_RENDERER says otherwise (xsession.py); the
+    # apps inherit it, so the record says which renderer ran.
+    results: dict[str, Any] = {}
     with xsession.private_desktop(apps=(APP,)) as desk:
+        results["gsk_renderer"] = desk.env.get("GSK_RENDERER", "default")
         results.update(_measure_calculator(desk))
     if shutil.which(EDITOR) is None:
         results["text_editor"] = {"error": f"skipped: needs {EDITOR}"}

@@ -10,6 +10,7 @@ own temporary directory, and tearing every process of it down again by PID.
   D-Bus-activated on that bus the first time a client asks for it);
 * GSettings on the keyfile backend under a private ``XDG_CONFIG_HOME`` (no dconf, and
   gnome-calculator's currency refresh switched off so it never reaches for the network);
+* GTK 4 drawing with cairo (``GSK_RENDERER``), since there is no GPU to draw with;
 * apps on demand (:meth:`Desktop.launch`).
 
 Teardown: every process started here, and everything started on their behalf (the a11y bus
@@ -194,6 +195,11 @@ def _base_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
             "GDK_BACKEND": "x11",
         }
     )
+    # Xvfb has no GPU: GTK 4's default OpenGL renderer draws through llvmpipe in software,
+    # which keeps an idle gnome-calculator at 45 % of a core (2 % with cairo) and makes every
+    # accessibility answer wait on it (docs/performance.md). Cairo is GTK's own renderer for
+    # exactly this case; a renderer the caller chose is kept.
+    env.setdefault("GSK_RENDERER", "cairo")
     return env
 
 

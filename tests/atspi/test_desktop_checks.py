@@ -212,7 +212,13 @@ def _warp(name: str, x: int, y: int) -> None:
 
 def test_doctor_on_a_whole_desktop_is_healthy_and_sends_no_input(desk: Desktop) -> None:
     """auto -> atspi: handshake, surface and all four checks pass; the pointer has not moved."""
-    keep = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "GSETTINGS_BACKEND", "GDK_BACKEND")
+    keep = (
+        "DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "GSETTINGS_BACKEND",
+        "GDK_BACKEND",
+        "GSK_RENDERER",
+    )
     root = short_tmpdir()
     try:
         d = spawn_daemon(root, extra_env={k: desk.env[k] for k in keep})

@@ -265,7 +265,13 @@ def test_through_the_daemon_reply_cli_and_audit_agree(
     from deskhand_d.consent.grants import GrantsFile
     from deskhand_d.consent.linux import LinuxPlatform
 
-    keep = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "GSETTINGS_BACKEND", "GDK_BACKEND")
+    keep = (
+        "DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "GSETTINGS_BACKEND",
+        "GDK_BACKEND",
+        "GSK_RENDERER",
+    )
     env = {
         "DESKHAND_BACKEND": "atspi",
         "DESKHAND_ALLOWED_APPS": "Mousepad",

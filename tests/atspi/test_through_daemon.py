@@ -40,7 +40,14 @@ def desk() -> Iterator[Desktop]:
 
 def backend_env(desk: Desktop) -> dict[str, str]:
     """What the daemon needs to reach the private desktop (it keeps its own XDG dirs)."""
-    keep = ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "GSETTINGS_BACKEND", "GDK_BACKEND", MARKER)
+    keep = (
+        "DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "GSETTINGS_BACKEND",
+        "GDK_BACKEND",
+        "GSK_RENDERER",
+        MARKER,
+    )
     return {"DESKHAND_BACKEND": "atspi", **{k: desk.env[k] for k in keep}}
 
 
