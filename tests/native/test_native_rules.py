@@ -193,7 +193,7 @@ def test_launch_app_and_its_ban(desk_factory: Any) -> None:
     q.send_obj({"op": "get_app_state", "id": 90, "app": "Calculator"})
     while True:
         msg = q.recv_obj()
-        if msg["type"] == "event":
+        if msg["type"] == "event" and msg["event"]["kind"] == "question":
             q.send_obj(
                 {"op": "answer", "id": 91, "question_id": msg["event"]["id"], "choice": "decline"}
             )
