@@ -10,7 +10,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ARGS, COMMAND, ROOT, SOCKET, Desk, files_in, snippet
+from hostdesk import ARGS, COMMAND, ROOT, SOCKET, Desk, files_in, snippet
 
 HOSTS_SCOPES = [
     ("claude-code", "user", ".claude.json", "mcpServers"),

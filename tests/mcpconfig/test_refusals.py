@@ -8,7 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, Desk, files_in
+from hostdesk import FIXTURES, Desk, files_in
 
 JSON_CASES = [
     ("not json", b'{"mcpServers": {', "not valid JSON"),

@@ -9,7 +9,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import (
+from deskhandctl import mcpconfig
+from hostdesk import (
     ARGS,
     COMMAND,
     FIXTURES,
@@ -19,7 +20,6 @@ from conftest import (
     files_in,
     read_json,
 )
-from deskhandctl import mcpconfig
 
 NEW_FILES = [
     ("claude-code", "user", ".claude.json", "mcpServers"),
