@@ -126,6 +126,8 @@ class Server:
         self._elicitations: dict[int, _Elicitation] = {}
         self._next_elicitation = 1
         self._workers = _Workers()
+        self._stdin: BinaryIO | None = None
+        self._input_ended = threading.Event()
 
     # ----- stdio -------------------------------------------------------------------------------
 
@@ -139,56 +141,78 @@ class Server:
                 pass  # the host went away; stdin's end finishes us
 
     def serve(self, stdin: BinaryIO) -> int:
-        while True:
-            line = stdin.readline()
-            if not line:
-                break
-            if line.strip():
-                try:
-                    self.handle(line)
-                except Exception as exc:  # never let one message end the server
-                    _log(f"internal error handling a message: {exc!r}")
+        self._stdin = stdin
+        # The reading moves between worker threads (see _read_lines); this thread only waits
+        # for the end of input, so a call still running then never delays the exit.
+        self._workers.submit(self._read_lines)
+        self._input_ended.wait()
         if self._link is not None:
             self._link.close()
         return 0
 
+    def _read_lines(self) -> None:
+        """Read and handle stdin's lines until it ends, or until a line is a tool call: then
+        another thread takes over the reading and this one runs the call at once, so a call
+        waits for no thread to wake (the thread that reads next wakes meanwhile)."""
+        stdin = self._stdin
+        assert stdin is not None  # serve() set it
+        while True:
+            line = stdin.readline()
+            if not line:
+                self._input_ended.set()
+                return
+            if not line.strip():
+                continue
+            try:
+                run = self.handle(line)
+            except Exception as exc:  # never let one message end the server
+                _log(f"internal error handling a message: {exc!r}")
+                continue
+            if run is not None:
+                self._workers.submit(self._read_lines)
+                run()
+                return
+
     # ----- dispatch ----------------------------------------------------------------------------
 
-    def handle(self, line: bytes) -> None:
+    def handle(self, line: bytes) -> Callable[[], None] | None:
+        """Answer one line; a tool call is returned to be run (by the caller's thread)."""
         message = mcpcore.parse_line(line)
         if isinstance(message, dict):
             self.write(message)
         elif isinstance(message, Request):
-            self._request(message)
+            return self._request(message)
         elif isinstance(message, Notification):
             self._notification(message)
         else:
             self._response(message)
+        return None
 
-    def _request(self, req: Request) -> None:
+    def _request(self, req: Request) -> Callable[[], None] | None:
         if req.method == "ping":
             self.write(mcpcore.result_message(req.id, {}))
-            return
+            return None
         if req.method == "initialize":
             self._initialize(req)
-            return
+            return None
         if self.host is None:
             self.write(
                 mcpcore.error_message(
                     req.id, mcpcore.INVALID_REQUEST, "Invalid Request: send initialize first"
                 )
             )
-            return
+            return None
         if req.method == "tools/list":
             self._list_tools(req)
         elif req.method == "tools/call":
-            self._call_tool(req)
+            return self._call_tool(req)
         else:
             self.write(
                 mcpcore.error_message(
                     req.id, mcpcore.METHOD_NOT_FOUND, f"Method not found: {req.method}"
                 )
             )
+        return None
 
     def _initialize(self, req: Request) -> None:
         if self.host is not None:
@@ -251,7 +275,8 @@ class Server:
         self._listed_mode = mode
         self.write(mcpcore.result_message(req.id, {"tools": tool_list(self.schemas(), mode)}))
 
-    def _call_tool(self, req: Request) -> None:
+    def _call_tool(self, req: Request) -> Callable[[], None] | None:
+        """The call to run, once registered (None: it was answered with an error)."""
         from deskhandctl.mcptools import TOOL_NAMES
 
         name = req.params.get("name")
@@ -259,7 +284,7 @@ class Server:
             self.write(
                 mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, f"Unknown tool: {name}")
             )
-            return
+            return None
         meta = req.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
         active = _Active(req.id, name, token)
@@ -275,8 +300,9 @@ class Server:
                     req.id, mcpcore.INVALID_REQUEST, "Invalid Request: this id is already in use"
                 )
             )
-            return
-        self._workers.submit(self._run_tool, active, req.params.get("arguments"))
+            return None
+        arguments = req.params.get("arguments")
+        return lambda: self._run_tool(active, arguments)
 
     def link(self) -> Link:
         if self._link is None:
