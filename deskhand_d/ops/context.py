@@ -4,15 +4,17 @@ service, a question to the person).
 
 What this owns: the seam between the ops and the transport. An op is a function of a
 ``RequestContext`` and its decoded request; it never sees the WebSocket, the codec or the
-connection's bookkeeping. The RPC layer (:mod:`deskhand_d.rpc.connection`) implements the
-context for each request it runs; a test can implement it with a few lines and call an op
-directly.
+connection's bookkeeping. :class:`ConnectionRequest` implements the context for one request
+on whatever carries it (a :class:`Carrier`: the RPC layer's connection, or a test's connection
+without a transport, which then calls an op directly).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
+
+import trio
 
 from deskhand_d.consent.model import Choice as ConsentChoice
 from deskhand_d.errors import (
@@ -76,6 +78,88 @@ class RequestContext(Protocol):
 
 Handler = Callable[[RequestContext, Any], Awaitable[ResultBody]]
 CancelReport = Callable[[str], DeskhandError | None]
+
+
+class Carrier(Protocol):
+    """What a request's context needs of the connection it came on (the RPC layer's
+    connection, or a test's connection without a transport)."""
+
+    services: Services
+    conn_id: int
+    peer: PeerCred
+    client: ClientInfo | None
+    can_answer_questions: bool
+    session: Session | None
+    request_scopes: dict[int, trio.CancelScope]
+    cancel_reports: dict[int, CancelReport]
+    stop_after_reply: bool
+    close_after_reply: tuple[int, str] | None
+
+    async def emit(self, event: EventBody) -> None: ...
+
+
+class ConnectionRequest:
+    """One request's :class:`RequestContext`, on the connection it came on."""
+
+    __slots__ = ("_conn", "request_id", "services")
+
+    def __init__(self, conn: Carrier, request_id: int) -> None:
+        self._conn = conn
+        self.services = conn.services
+        self.request_id = request_id
+
+    @property
+    def conn_id(self) -> int:
+        return self._conn.conn_id
+
+    @property
+    def peer(self) -> PeerCred:
+        return self._conn.peer
+
+    @property
+    def client(self) -> ClientInfo | None:
+        return self._conn.client
+
+    @property
+    def can_answer_questions(self) -> bool:
+        return self._conn.can_answer_questions
+
+    @property
+    def session(self) -> Session | None:
+        return self._conn.session
+
+    @session.setter
+    def session(self, value: Session | None) -> None:
+        self._conn.session = value
+
+    def greet(self, client: ClientInfo, *, can_answer_questions: bool, session: Session) -> None:
+        conn = self._conn
+        conn.client, conn.can_answer_questions, conn.session = (
+            client,
+            can_answer_questions,
+            session,
+        )
+
+    async def emit(self, event: EventBody) -> None:
+        await self._conn.emit(event)
+
+    def on_cancel(self, report: CancelReport) -> None:
+        self._conn.cancel_reports[self.request_id] = report
+
+    def cancel(self, request_id: int) -> bool:
+        scope = self._conn.request_scopes.get(request_id)
+        if scope is None:
+            return False
+        scope.cancel()
+        return True
+
+    def after_reply(
+        self, *, stop_daemon: bool = False, close: tuple[int, str] | None = None
+    ) -> None:
+        if stop_daemon:
+            self._conn.stop_after_reply = True
+        if close is not None:
+            self._conn.close_after_reply = close
 
 
 def session_of(ctx: RequestContext) -> Session:

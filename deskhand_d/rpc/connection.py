@@ -12,9 +12,8 @@ Replies are serialised by trio-websocket's send lock. Nothing raised by a reques
 connection: a ``DeskhandError`` becomes its code, anything else becomes ``internal`` with the
 traceback in the log only.
 
-Each request runs its op with a :class:`_Request`, this module's implementation of
-:class:`~deskhand_d.ops.context.RequestContext`: the op reads the session and client through
-it and never touches the WebSocket.
+Each request runs its op with a :class:`~deskhand_d.ops.context.ConnectionRequest` on its
+connection: the op reads the session and client through it and never touches the WebSocket.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from deskhand_d.errors import (
     TooManyRequests,
 )
 from deskhand_d.native.sessions import Session
-from deskhand_d.ops.context import CancelReport, Handler
+from deskhand_d.ops.context import CancelReport, ConnectionRequest, Handler
 from deskhand_d.ops.services import Services
 from deskhand_d.protocol import (
     Answer,
@@ -248,68 +247,4 @@ class Connection:
                 f"this daemon does not serve {op_name(request)}; "
                 "check `deskhandctl status` for its version"
             )
-        return await handler(_Request(self, request.id), request)
-
-
-class _Request:
-    """One request's :class:`~deskhand_d.ops.context.RequestContext`, on its connection."""
-
-    __slots__ = ("_conn", "request_id", "services")
-
-    def __init__(self, conn: Connection, request_id: int) -> None:
-        self._conn = conn
-        self.services = conn.services
-        self.request_id = request_id
-
-    @property
-    def conn_id(self) -> int:
-        return self._conn.conn_id
-
-    @property
-    def peer(self) -> PeerCred:
-        return self._conn.peer
-
-    @property
-    def client(self) -> ClientInfo | None:
-        return self._conn.client
-
-    @property
-    def can_answer_questions(self) -> bool:
-        return self._conn.can_answer_questions
-
-    @property
-    def session(self) -> Session | None:
-        return self._conn.session
-
-    @session.setter
-    def session(self, value: Session | None) -> None:
-        self._conn.session = value
-
-    def greet(self, client: ClientInfo, *, can_answer_questions: bool, session: Session) -> None:
-        conn = self._conn
-        conn.client, conn.can_answer_questions, conn.session = (
-            client,
-            can_answer_questions,
-            session,
-        )
-
-    async def emit(self, event: EventBody) -> None:
-        await self._conn.emit(event)
-
-    def on_cancel(self, report: CancelReport) -> None:
-        self._conn.cancel_reports[self.request_id] = report
-
-    def cancel(self, request_id: int) -> bool:
-        scope = self._conn.request_scopes.get(request_id)
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
-
-    def after_reply(
-        self, *, stop_daemon: bool = False, close: tuple[int, str] | None = None
-    ) -> None:
-        if stop_daemon:
-            self._conn.stop_after_reply = True
-        if close is not None:
-            self._conn.close_after_reply = close
+        return await handler(ConnectionRequest(self, request.id), request)

@@ -9,8 +9,8 @@ What this owns:
   simulator's scenario and call record through its environment), torn down on exit. The
   backend is the real simulator child process, started on first use.
 * :class:`FakeClient`: one connection as the ops see it, without a transport. It joins the
-  hub like a real connection, gives each request a
-  :class:`~deskhand_d.ops.context.RequestContext` (:class:`FakeRequest`), records the events
+  hub like a real connection, gives each request the daemon's own request context
+  (:class:`~deskhand_d.ops.context.ConnectionRequest`, as a connection does), records the events
   sent to it, answers questions through the test's callback with the real ``answer`` op, and
   cancels its own requests the way a connection does.
 * :func:`open_ws_client`: a real :class:`~deskhand_d.rpc.connection.Connection` served over
@@ -42,7 +42,7 @@ from deskhand_d import config
 from deskhand_d.app import open_services
 from deskhand_d.errors import DeskhandError
 from deskhand_d.native.sessions import Session
-from deskhand_d.ops.context import Handler
+from deskhand_d.ops.context import ConnectionRequest, Handler
 from deskhand_d.ops.questions import Choice
 from deskhand_d.ops.services import Services
 from deskhand_d.ops.table import handler_table
@@ -107,71 +107,6 @@ class Pending:
         return self.result
 
 
-class FakeRequest:
-    """One request's :class:`~deskhand_d.ops.context.RequestContext` on a :class:`FakeClient`."""
-
-    def __init__(self, conn: FakeClient, request_id: int) -> None:
-        self._conn = conn
-        self.request_id = request_id
-
-    @property
-    def services(self) -> Services:
-        return self._conn.services
-
-    @property
-    def conn_id(self) -> int:
-        return self._conn.conn_id
-
-    @property
-    def peer(self) -> PeerCred:
-        return self._conn.peer
-
-    @property
-    def client(self) -> ClientInfo | None:
-        return self._conn.client
-
-    @property
-    def can_answer_questions(self) -> bool:
-        return self._conn.can_answer_questions
-
-    @property
-    def session(self) -> Session | None:
-        return self._conn.session
-
-    @session.setter
-    def session(self, value: Session | None) -> None:
-        self._conn.session = value
-
-    def greet(self, client: ClientInfo, *, can_answer_questions: bool, session: Session) -> None:
-        conn = self._conn
-        conn.client, conn.can_answer_questions, conn.session = (
-            client,
-            can_answer_questions,
-            session,
-        )
-
-    async def emit(self, event: EventBody) -> None:
-        await self._conn.receive(event)
-
-    def on_cancel(self, report: Callable[[str], DeskhandError | None]) -> None:
-        self._conn.cancel_reports[self.request_id] = report
-
-    def cancel(self, request_id: int) -> bool:
-        scope = self._conn.request_scopes.get(request_id)
-        if scope is None:
-            return False
-        scope.cancel()
-        return True
-
-    def after_reply(
-        self, *, stop_daemon: bool = False, close: tuple[int, str] | None = None
-    ) -> None:
-        if stop_daemon:
-            self._conn.stop_after_reply = True
-        if close is not None:
-            self._conn.close_after_reply = close
-
-
 class FakeClient:
     """A connection without a transport: a hub member whose requests call the ops directly.
 
@@ -232,7 +167,9 @@ class FakeClient:
         scope = self.request_scopes.setdefault(request.id, trio.CancelScope())
         try:
             with scope:
-                return await self.handlers[type(request)](FakeRequest(self, request.id), request)
+                return await self.handlers[type(request)](
+                    ConnectionRequest(self, request.id), request
+                )
             report = self.cancel_reports.get(request.id)
             known = report("cancelled at the client's request") if report is not None else None
             raise RequestWasCancelled(known)
@@ -276,7 +213,7 @@ class FakeClient:
     def questions(self) -> list[Question]:
         return [e for e in self.events if isinstance(e, Question)]
 
-    async def receive(self, event: EventBody) -> None:
+    async def emit(self, event: EventBody) -> None:
         self.events.append(event)
         if not isinstance(event, Question):
             return
