@@ -14,7 +14,7 @@ before decoding anything when:
 * a JSON array has more items than its field allows (counted by a view that stops at the bound).
 
 Each limit holds every field at its maximum length in either encoding, even with every
-character escaped for JSON as a ``\\uXXXX`` surrogate pair (12 bytes for one character);
+character escaped for JSON as a surrogate pair of ``\\u`` escapes (12 bytes for one character);
 ``tests/unit/test_request_limits.py`` builds those largest requests from the Structs and checks
 that they pass. A message within :data:`DEFAULT_LIMIT` is decoded without a view, as whatever it
 costs is bounded by a constant. The WebSocket layer's ``max_message_bytes`` stays the outer
