@@ -3,21 +3,15 @@ its host, and all of them share the daemon's one action queue (issue 19, item 5)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import trio
-from dhtest.clidaemon import CliDaemon, cli_daemons
+from dhtest.clidaemon import CliDaemon
 from facade_rig import index_of, sdk_host
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def desks() -> Iterator[Callable[..., CliDaemon]]:
-    with cli_daemons() as make:
-        yield make
 
 
 async def test_two_hosts_share_one_queue_as_two_sessions(

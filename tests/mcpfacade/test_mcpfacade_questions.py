@@ -8,35 +8,16 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from dhtest.clidaemon import CliDaemon, cli_daemons
+from dhtest.clidaemon import CliDaemon
 from facade_rig import RawHost
 
 pytestmark = pytest.mark.slow
 
 ELICIT = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def desks() -> Iterator[Callable[..., CliDaemon]]:
-    with cli_daemons() as make:
-        yield make
-
-
-@pytest.fixture
-def hosts() -> Iterator[Callable[[CliDaemon], RawHost]]:
-    made: list[RawHost] = []
-
-    def make(desk: CliDaemon) -> RawHost:
-        made.append(RawHost(desk))
-        return made[-1]
-
-    yield make
-    for host in made:
-        host.shut()
 
 
 def _answer(host: RawHost, ask: dict[str, Any], result: dict[str, Any]) -> None:

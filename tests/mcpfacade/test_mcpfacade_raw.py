@@ -5,32 +5,13 @@ and the daemon restarting mid-session."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
-from dhtest.clidaemon import CliDaemon, cli_daemons
+from dhtest.clidaemon import CliDaemon
 from facade_rig import RawHost
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def desks() -> Iterator[Callable[..., CliDaemon]]:
-    with cli_daemons() as make:
-        yield make
-
-
-@pytest.fixture
-def hosts() -> Iterator[Callable[[CliDaemon], RawHost]]:
-    made: list[RawHost] = []
-
-    def make(desk: CliDaemon) -> RawHost:
-        made.append(RawHost(desk))
-        return made[-1]
-
-    yield make
-    for host in made:
-        host.shut()
 
 
 def test_bad_input_is_answered_and_the_server_keeps_serving(

@@ -5,21 +5,15 @@ consent answered through elicitation, and a host that cannot answer."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import mcp.types as types
 import pytest
-from dhtest.clidaemon import CliDaemon, cli_daemons
+from dhtest.clidaemon import CliDaemon
 from facade_rig import display, index_of, sdk_host, text_of
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def desks() -> Iterator[Callable[..., CliDaemon]]:
-    with cli_daemons() as make:
-        yield make
 
 
 async def test_handshake_tools_and_the_calculator(desks: Callable[..., CliDaemon]) -> None:
