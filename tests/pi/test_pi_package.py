@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import (
+from pirig import (
     JEV_ENV,
     NODE,
     OUR_TOOLS,

@@ -7,7 +7,8 @@ import time
 from typing import Any
 
 import pytest
-from conftest import (
+from dhtest.jev_rig import CALC, KEY, JevDesk, jev_factory, pick
+from pirig import (
     JEV_ENV,
     NATIVE_ACTIONS,
     OUR_TOOLS,
@@ -17,7 +18,6 @@ from conftest import (
     node_env,
     run_harness,
 )
-from dhtest.jev_rig import CALC, KEY, JevDesk, jev_factory, pick
 
 NATIVE_SET = {t for t in OUR_TOOLS if t != "jev_cua_run"}
 JEV_SET = {t for t in OUR_TOOLS if t not in NATIVE_ACTIONS}

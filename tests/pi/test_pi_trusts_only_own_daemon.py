@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import node_env, run_harness
 from dhtest.daemon import short_tmpdir
 from dhtest.squatter import (
     NOBODY,
@@ -27,6 +26,7 @@ from dhtest.squatter import (
     require_squatting,
     traversable_tree,
 )
+from pirig import node_env, run_harness
 
 
 @pytest.fixture

@@ -8,14 +8,11 @@ that asks for the default scenario takes it and a replacement starts while the t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from simclient import Sim
-
-MakeSim = Callable[..., Sim]
-
+from simclient import MakeSim, Sim
 
 APPROVED: dict[str, Any] = {"preapproved": ["*"]}
 _POOLED = ("{}", json.dumps(APPROVED, sort_keys=True))

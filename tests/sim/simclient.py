@@ -289,3 +289,7 @@ def element_at(tree: str, index: str) -> str:
         if m and m.group(1) == index:
             return m.group(2)
     raise SimError(f"no element {index} in tree")
+
+
+MakeSim = Callable[..., Sim]
+"""How the ``make_sim`` fixture is called: a simulator child started with these arguments."""

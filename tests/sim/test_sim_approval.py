@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import MakeSim
-from simclient import UUID_UPPER, Sim
+from simclient import UUID_UPPER, MakeSim, Sim
 
 
 def _start_call(sim: Sim, app: str = "Calculator") -> object:

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from axcheck import check_action, check_state
-from conftest import MakeSim
-from simclient import Sim, element_at, find_index
+from simclient import MakeSim, Sim, element_at, find_index
 
 FIXTURES = Path(__file__).parent / "fixtures"
 NOT_ACTIVE = (

@@ -9,8 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MakeSim
-from simclient import ROOT, UUID_UPPER, Sim
+from simclient import ROOT, UUID_UPPER, MakeSim, Sim
 
 from deskhand_d.backends import surface
 

@@ -14,8 +14,7 @@ import time
 from pathlib import Path
 
 from axcheck import check_state
-from conftest import MakeSim
-from simclient import ROOT, Sim
+from simclient import ROOT, MakeSim, Sim
 
 STOP = (
     "This application session has been explicitly stopped by the user for this turn. Stop your "
