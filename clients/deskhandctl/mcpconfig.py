@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from deskhand_d import paths
+from deskhand_d.privatefile import fsync_dir
 
 PROG = "deskhandctl mcp config"
 HOSTS = ("claude-code", "codex", "cursor", "claude-desktop", "vscode")
@@ -646,20 +647,7 @@ def replace_atomically(path: Path, data: bytes, mode: int, expect: bytes | None)
         except OSError:
             pass
         raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    fsync_dir(path.parent)
 
 
 def write_entry(target: Target, name: str, server: Server) -> None:

@@ -25,6 +25,18 @@ RUNTIME_DIR = "/run/user/4242"
 SOCKET = f"{RUNTIME_DIR}/deskhand/deskhand.sock"
 COMMAND = os.path.abspath(sys.executable)
 ARGS = ["-P", "-m", "deskhandctl", "mcp"]
+#: Every host and scope, the file it writes (under the test's home) and the table it holds.
+HOST_FILES = [
+    ("claude-code", "user", ".claude.json", "mcpServers"),
+    ("claude-code", "project", "project/.mcp.json", "mcpServers"),
+    ("codex", "user", ".codex/config.toml", "mcp_servers"),
+    ("codex", "project", "project/.codex/config.toml", "mcp_servers"),
+    ("cursor", "user", ".cursor/mcp.json", "mcpServers"),
+    ("cursor", "project", "project/.cursor/mcp.json", "mcpServers"),
+    ("claude-desktop", "user", ".config/Claude/claude_desktop_config.json", "mcpServers"),
+    ("vscode", "user", ".config/Code/User/mcp.json", "servers"),
+    ("vscode", "project", "project/.vscode/mcp.json", "servers"),
+]
 CLEARED = (
     "XDG_CONFIG_HOME",
     "DESKHAND_SOCKET",

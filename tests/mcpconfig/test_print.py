@@ -10,19 +10,7 @@ import sys
 import tomllib
 
 import pytest
-from hostdesk import ARGS, COMMAND, ROOT, SOCKET, Desk, files_in, snippet
-
-HOSTS_SCOPES = [
-    ("claude-code", "user", ".claude.json", "mcpServers"),
-    ("claude-code", "project", "project/.mcp.json", "mcpServers"),
-    ("codex", "user", ".codex/config.toml", "mcp_servers"),
-    ("codex", "project", "project/.codex/config.toml", "mcp_servers"),
-    ("cursor", "user", ".cursor/mcp.json", "mcpServers"),
-    ("cursor", "project", "project/.cursor/mcp.json", "mcpServers"),
-    ("claude-desktop", "user", ".config/Claude/claude_desktop_config.json", "mcpServers"),
-    ("vscode", "user", ".config/Code/User/mcp.json", "servers"),
-    ("vscode", "project", "project/.vscode/mcp.json", "servers"),
-]
+from hostdesk import ARGS, COMMAND, HOST_FILES, ROOT, SOCKET, Desk, files_in, snippet
 
 
 def parsed_entry(out: str, key: str, name: str = "deskhand") -> dict[str, object]:
@@ -34,7 +22,7 @@ def parsed_entry(out: str, key: str, name: str = "deskhand") -> dict[str, object
     return entry
 
 
-@pytest.mark.parametrize(("host", "scope", "relative", "key"), HOSTS_SCOPES)
+@pytest.mark.parametrize(("host", "scope", "relative", "key"), HOST_FILES)
 def test_prints_the_entry_and_its_file(
     desk: Desk, host: str, scope: str, relative: str, key: str
 ) -> None:

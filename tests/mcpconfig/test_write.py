@@ -14,6 +14,7 @@ from hostdesk import (
     ARGS,
     COMMAND,
     FIXTURES,
+    HOST_FILES,
     SOCKET,
     Desk,
     dump_json,
@@ -21,17 +22,6 @@ from hostdesk import (
     read_json,
 )
 
-NEW_FILES = [
-    ("claude-code", "user", ".claude.json", "mcpServers"),
-    ("claude-code", "project", "project/.mcp.json", "mcpServers"),
-    ("codex", "user", ".codex/config.toml", "mcp_servers"),
-    ("codex", "project", "project/.codex/config.toml", "mcp_servers"),
-    ("cursor", "user", ".cursor/mcp.json", "mcpServers"),
-    ("cursor", "project", "project/.cursor/mcp.json", "mcpServers"),
-    ("claude-desktop", "user", ".config/Claude/claude_desktop_config.json", "mcpServers"),
-    ("vscode", "user", ".config/Code/User/mcp.json", "servers"),
-    ("vscode", "project", "project/.vscode/mcp.json", "servers"),
-]
 ENTRY = {"command": COMMAND, "args": ARGS, "env": {"DESKHAND_SOCKET": SOCKET}}
 TYPED = {"type": "stdio", **ENTRY}
 
@@ -56,7 +46,7 @@ def codex_entry(name: str = "deskhand") -> str:
     )
 
 
-@pytest.mark.parametrize(("host", "scope", "relative", "key"), NEW_FILES)
+@pytest.mark.parametrize(("host", "scope", "relative", "key"), HOST_FILES)
 def test_creates_a_missing_file(desk: Desk, host: str, scope: str, relative: str, key: str) -> None:
     """Parent directories are made, the file is 0600 and holds only our entry; no backup."""
     res = desk.cli("--host", host, "--scope", scope, "--write")
