@@ -336,7 +336,9 @@ async def scroll(target: Target, node: Node, direction: str, pages: float) -> No
             raise exc from None
     bus = target.bus
     try:
-        values = await bus.get_all(bar.ref, VALUE)
+        values = await bus.get_many(
+            bar.ref, VALUE, ("MinimumValue", "MaximumValue", "CurrentValue")
+        )
         low, high = float(values["MinimumValue"]), float(values["MaximumValue"])
         current = float(values["CurrentValue"])
         step = (high - low) / 4 * pages

@@ -55,6 +55,7 @@ CACHE_IFACE: Final = "org.a11y.atspi.Cache"
 DEFAULT_BUDGET: Final = 5000
 MAX_IN_FLIGHT: Final = 48
 SCREEN_COORDS: Final = 0  # AtspiCoordType
+_BASIC_PROPERTIES: Final = ("Name", "Description", "ChildCount")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +224,7 @@ class Walk:
 
         async def props_then_children() -> None:
             async with self.limiter:
-                got["props"] = await self.bus.get_all(ref, ACCESSIBLE)
+                got["props"] = await self.bus.get_many(ref, ACCESSIBLE, _BASIC_PROPERTIES)
             if int(got["props"].get("ChildCount", 1)) > 0:
                 await one("children", "GetChildren")
 
