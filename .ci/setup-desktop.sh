@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install what the Linux AT-SPI backend, its tests and the demo need on Debian/Ubuntu: a virtual
-# X server, the session and accessibility buses, GTK 4 and GTK 3 test apps, Debian's libatspi
+# X server, the session and accessibility buses, GTK 4, GTK 3, Qt 5, LibreOffice and browser test apps, Debian's libatspi
 # through python3-gi (the reference client for benchmarks) and OCR to read screenshots back in
 # tests. Idempotent: it installs only what is missing, so a second run needs no network.
 set -euo pipefail
@@ -18,6 +18,10 @@ packages=(
   python3-gi gir1.2-atspi-2.0    # libatspi through GI: reference dumps, never in the daemon
   xdotool x11-utils              # optional: poking at the display by hand (xdotool, xwininfo)
   tesseract-ocr                  # reads the demo's screenshot back in its test (does it show 13?)
+  gtk-4-examples gnome-clocks    # GTK 4 widgets (gtk4-widget-factory): drop-downs, dialogs, stacks
+  featherpad speedcrunch         # Qt 5 apps: the bridge that GetAll crashed, menus, dialogs
+  libreoffice-writer libreoffice-gtk3  # LibreOffice: descendants it manages, bounded reads
+  firefox-esr chromium           # browsers: accessibility switched on only when asked
 )
 
 missing=()
