@@ -70,30 +70,50 @@ def _run(args: Args) -> int:
 
 
 def _daemon_error(args: Args, exc: DaemonError) -> int:
+    """An error reply: ``code: message``, then, for a desktop command, its one delivery line
+    (from ``data.delivery``; unknown when the reply names none). Exit 3 when that line says
+    unknown or partial, else 1."""
     if args.json:
         from deskhandctl.commands import print_json
 
         print_json({"error": {"code": exc.code, "message": exc.detail, "data": exc.data}})
     print(f"deskhandctl: {exc.message}", file=sys.stderr)
-    from deskhandctl.render import refusal
+    from deskhandctl.grammar import leaf
 
-    note = refusal(exc.data)
-    if note is not None:
-        print(f"deskhandctl: {note}", file=sys.stderr)
-    if exc.data.get("delivery") in ("unknown", "partial"):
+    command = leaf(args.command)
+    delivery = exc.data.get("delivery")
+    if command.delivers:
+        from deskhandctl.render import delivery_value, error_delivery
+
+        print(f"deskhandctl: {error_delivery(exc.data, acts=command.acts)}", file=sys.stderr)
+        delivery = delivery_value(delivery)
+    elif delivery in ("refused", "dispatched", "partial", "unknown"):
+        # Not a desktop command (a Jev run, say), but the daemon stated one: show it as is.
+        from deskhandctl.render import error_delivery
+
+        print(f"deskhandctl: {error_delivery(exc.data, acts=True)}", file=sys.stderr)
+    if delivery in ("unknown", "partial"):
         return OUTCOME_UNKNOWN
     return DAEMON_ERROR
+
+
+def _cli_error(exc: CliError) -> int:
+    print(f"deskhandctl: {exc.message}", file=sys.stderr)
+    if exc.delivery_line is not None:
+        print(f"deskhandctl: {exc.delivery_line}", file=sys.stderr)
+    return exc.exit_code
 
 
 def _interrupted(args: Args) -> int:
     from deskhandctl.grammar import leaf
 
-    note = ""
-    if leaf(args.command).acts:
-        note = (
-            "; if the action had reached the desktop it may or may not have happened: observe again"
-        )
-    print(f"deskhandctl: interrupted{note}", file=sys.stderr)
+    print("deskhandctl: interrupted", file=sys.stderr)
+    command = leaf(args.command)
+    if command.delivers:
+        from deskhandctl.render import lost_delivery
+
+        line = lost_delivery(acts=command.acts, why="interrupted before an answer came")
+        print(f"deskhandctl: {line}", file=sys.stderr)
     return INTERRUPTED
 
 
@@ -136,8 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     except DaemonError as exc:
         return _daemon_error(args, exc)
     except CliError as exc:
-        print(f"deskhandctl: {exc.message}", file=sys.stderr)
-        return exc.exit_code
+        return _cli_error(exc)
     except KeyboardInterrupt:
         return _interrupted(args)
     except BrokenPipeError:

@@ -83,16 +83,15 @@ def run(session: Session, args: Args) -> int:
     fields = request_fields(command, args.params)
     if name == "run":
         return _run_task(args, session, fields)
-    result = _request(session, op, fields, acts=command.acts)
+    result = _request(session, op, fields, command=command)
     if name == "observe":
         return _observe(args, result)
     if op == "mode_set":
         return _mode_set(args, result, str(fields["mode"]))
-    code = DAEMON_ERROR if result.get("kind") == "action" and result.get("ok") is False else OK
-    if result.get("screenshot"):  # an action's screenshot: observe --screenshot saves one
-        result = {**result, "screenshot": None}
+    if command.acts:
+        return _action(args, result)
     _show(args, result, lambda r: render.result(name, r))
-    return code
+    return OK
 
 
 RUN_OK = frozenset({"done", "dry_run", "needs_planner"})
@@ -101,31 +100,39 @@ RUN_OK = frozenset({"done", "dry_run", "needs_planner"})
 QUEUE_FULL_TRIES = 20  # with the daemon's own waits of at most 5 s: a busy minute at most
 
 
-def _request(session: Session, op: str, fields: dict[str, object], *, acts: bool) -> Any:
+def _request(session: Session, op: str, fields: dict[str, object], *, command: Command) -> Any:
     """``session.request``, except that losing the daemon (or its answer) once an action was
     sent is reported as an unknown outcome, never as a plain failure; and a full action queue
     (refused before anything was spent or sent) is asked again after the wait it names."""
     for _ in range(QUEUE_FULL_TRIES - 1):
         try:
-            return _request_once(session, op, fields, acts=acts)
+            return _request_once(session, op, fields, command=command)
         except DaemonError as exc:
             wait = exc.data.get("retry_after_ms")
             if exc.code != "queue_full" or type(wait) is not int:
                 raise
             time.sleep(min(max(wait, 10), 5000) / 1000)
-    return _request_once(session, op, fields, acts=acts)
+    return _request_once(session, op, fields, command=command)
 
 
-def _request_once(session: Session, op: str, fields: dict[str, object], *, acts: bool) -> Any:
+def _request_once(session: Session, op: str, fields: dict[str, object], *, command: Command) -> Any:
     try:
         return session.request(op, **fields)
     except (TimedOut, NotRunning, ProtocolFailed) as exc:
-        if not acts:
-            raise
-        raise OutcomeUnknown(
-            f"{exc.message} The action was already sent: it may or may not have happened, in "
-            "whole or in part. Observe the app again before acting."
-        ) from None
+        # The request was sent and no reply says what became of it: its delivery is unknown.
+        lost = render.lost_delivery(acts=command.acts, why="no answer came after it was sent")
+        if command.acts:
+            raise OutcomeUnknown(
+                f"{exc.message} The action had been sent.", delivery_line=lost
+            ) from None
+        if command.op == "run":  # its result would have told its steps; none came
+            raise OutcomeUnknown(
+                f"{exc.message} The run had been sent: an action of it may or may not have "
+                "happened, in whole or in part. Observe the app again before acting."
+            ) from None
+        if command.delivers:
+            exc.delivery_line = lost
+        raise
 
 
 def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
@@ -133,7 +140,7 @@ def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
     role, label = args.params.get("verify_role"), args.params.get("verify_label")
     if role is not None:
         fields["verify"] = {"role": role, "label_equals": label}
-    result = _request(session, "run", fields, acts=True)
+    result = _request(session, "run", fields, command=leaf("run"))
     _show(args, result, render.run_result)
     return OK if result.get("status") in RUN_OK else DAEMON_ERROR
 
@@ -159,6 +166,15 @@ def _show(args: Args, result: dict[str, Any], human: Any) -> int:
     else:
         print(human(result))
     return OK
+
+
+def _action(args: Args, result: dict[str, Any]) -> int:
+    """Print an action's result (its screenshot is not shown); exit 1 when the backend
+    reported the action as failed (``ok: false``)."""
+    if result.get("screenshot"):  # observe --screenshot saves one
+        result = {**result, "screenshot": None}
+    _show(args, result, render.action)
+    return DAEMON_ERROR if result.get("ok") is False else OK
 
 
 def _observe(args: Args, result: dict[str, Any]) -> int:

@@ -15,7 +15,8 @@ code  exception                   meaning
 2     :class:`UsageError`         usage error: unknown command or option, bad value
 3     :class:`OutcomeUnknown`     an action may or may not have reached the desktop, or
                                   reached it only in part: the daemon replied with
-                                  ``delivery`` ``unknown`` or ``partial``, or it went away
+                                  ``delivery`` ``unknown`` or ``partial`` (or, to a desktop
+                                  command, with no delivery at all), or it went away
                                   (stopped, crashed, timed out) while the action was in
                                   progress. Observe the app again before acting
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
@@ -71,13 +72,18 @@ INTERRUPTED = 130  # what shells report for a process stopped by SIGINT
 
 
 class CliError(Exception):
-    """A failure to report to the person: ``message`` goes to stderr, ``exit_code`` to the shell."""
+    """A failure to report to the person: ``message`` goes to stderr, ``exit_code`` to the shell.
+
+    ``delivery_line`` is set when the failure ended a desktop command after its request was
+    sent: the one ``delivery: unknown: …`` line that follows the message (``main`` prints it).
+    """
 
     exit_code = DAEMON_ERROR
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, delivery_line: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.delivery_line = delivery_line
 
 
 class DaemonError(CliError):

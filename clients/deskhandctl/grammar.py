@@ -209,14 +209,17 @@ class Command:
     ``op`` is the request it sends; ``session`` says whether it opens the named session
     (commands that use the session's state); ``timeout`` is its ``--timeout`` default;
     ``desktop`` commands reach the backend: they open the session and wait longer by default;
-    ``autostart`` whether it may start a daemon; ``check`` rejects argument combinations the
-    parsers cannot express (its message becomes a usage error); ``hint`` is added to every usage
-    error of this command.
+    ``delivers`` whether its error replies state a delivery (what reached the desktop), shown
+    as one ``delivery:`` line (by default the desktop commands; a Jev ``run`` reports its
+    steps instead); ``autostart`` whether it may start a daemon; ``check`` rejects argument
+    combinations the parsers cannot express (its message becomes a usage error); ``hint`` is
+    added to every usage error of this command.
     """
 
     __slots__ = (
         "autostart",
         "check",
+        "delivers",
         "help",
         "hint",
         "name",
@@ -239,6 +242,7 @@ class Command:
         *,
         session: bool = False,
         desktop: bool = False,
+        delivers: bool | None = None,
         timeout: float = DEFAULT_TIMEOUT_S,
         autostart: bool = True,
         check: Check | None = None,
@@ -253,6 +257,7 @@ class Command:
         self.positionals = tuple(p for p in params if p.positional)
         self.options = {p.flag: p for p in params if not p.positional}
         self.session = session or desktop
+        self.delivers = desktop if delivers is None else delivers
         self.offline = offline  # runs in the CLI itself: no daemon, no socket
         self.timeout = max(timeout, DESKTOP_TIMEOUT_S) if desktop else timeout
         self.autostart = autostart
@@ -586,6 +591,7 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             desktop=True,
+            delivers=False,
             timeout=240.0,
             check=_verify_pair,
             hint=RUN_HINT,

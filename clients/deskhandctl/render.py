@@ -204,10 +204,7 @@ def observation(result: dict[str, Any], screenshot_note: str | None) -> str:
 def action(result: dict[str, Any]) -> str:
     """An ``action`` result: the backend's text, how it was delivered, the new state id."""
     lines = [printable(str(result.get("text", ""))).rstrip("\n")]
-    delivery = f"delivery: {result.get('delivery', '?')}"
-    if result.get("ok") is False:
-        delivery += " (the backend reported an error, see above)"
-    lines.append(delivery)
+    lines.append(result_delivery(result))
     if result.get("approval_reason"):
         lines.append(f"approval: {printable(str(result['approval_reason']))}")
     if result.get("state_id"):
@@ -315,23 +312,88 @@ def lock(result: dict[str, Any]) -> str:
     )
 
 
-def refusal(data: dict[str, Any]) -> str | None:
-    """What an error reply's ``data.delivery`` means for the desktop, or None."""
-    delivery = data.get("delivery")
+# ----- delivery: what reached the desktop --------------------------------------------------------
+# Every reply to a desktop command (observe, the actions, list-apps, launch) is shown with exactly
+# one line that starts with "delivery: ", naming the value the daemon stated in the reply (or in
+# an error's data) and what it means. Where no value came, the line says unknown: this client
+# never works one out for itself from an error code or the message's words.
+
+DELIVERIES = ("refused", "dispatched", "partial", "unknown")
+
+
+def delivery_value(value: object) -> str:
+    """``value`` if it is one of the four deliveries, else ``unknown``."""
+    return value if isinstance(value, str) and value in DELIVERIES else "unknown"
+
+
+def result_delivery(result: dict[str, Any]) -> str:
+    """An action result's delivery line: ``delivery: dispatched``, with a note when the backend
+    reported an error or when the reply named no delivery this client knows."""
+    stated = result.get("delivery")
+    value = delivery_value(stated)
+    line = f"delivery: {value}"
+    if value != stated:
+        line += " (the reply did not say what reached the desktop; observe before acting again)"
+    elif result.get("ok") is False:
+        line += " (the backend reported an error, see above)"
+    return line
+
+
+def error_delivery(data: dict[str, Any], *, acts: bool) -> str:
+    """The delivery line for an error reply to a desktop command, from ``data.delivery``.
+
+    ``acts``: the command was an action (its words say "the action"; otherwise "the request",
+    which an observation, an app list or a launch is). A value that is missing or not one of
+    the four is reported as unknown, never guessed.
+    """
+    stated = data.get("delivery")
+    value = delivery_value(stated)
+    what = "the action" if acts else "the request"
     count = _count(data.get("delivered"))
-    if delivery == "unknown":
-        sent = f" ({count} had been sent)" if count else ""
-        return f"outcome unknown: the action may or may not have happened{sent}; observe again"
-    if delivery == "partial":
+    if value == "refused":
+        return "delivery: refused: nothing was sent to the desktop"
+    if value == "partial":
         sent = count or "part of the input"
-        return f"partly delivered: {sent} reached the app before it stopped; observe again"
-    if delivery == "refused":
-        return "refused: nothing was sent to the desktop"
-    if delivery == "dispatched":
+        return (
+            f"delivery: partial: partly delivered, {sent} reached the app before it stopped; "
+            "observe again"
+        )
+    if value == "dispatched":
+        if data.get("withheld") is True:
+            return (
+                "delivery: dispatched: the backend observed the app, and Deskhand withheld "
+                "that observation; no input was sent to the app"
+            )
         text = data.get("text")
         said = f"; it said:\n{quoted(text, limit=2000)}" if isinstance(text, str) and text else ""
-        return f"dispatched: the backend received the action and answered{said}"
-    return None
+        return (
+            f"delivery: dispatched: the backend received {what} and answered; the message "
+            f"above says what came of it{said}"
+        )
+    if stated is None:
+        return (
+            "delivery: unknown: the reply did not say whether anything reached the desktop; "
+            "observe again before acting"
+        )
+    if stated != "unknown":
+        return (
+            f"delivery: unknown: the reply named a delivery this deskhandctl does not know "
+            f"({printable(str(stated))}); observe again before acting"
+        )
+    sent = f" ({count} had been sent)" if count else ""
+    effect = "happened" if acts else "taken effect"
+    return (
+        f"delivery: unknown: outcome unknown, {what} may or may not have {effect}{sent}; "
+        "observe again"
+    )
+
+
+def lost_delivery(*, acts: bool, why: str) -> str:
+    """The delivery line when no reply came at all (the daemon went away or did not answer in
+    time, or this client was interrupted): unknown, and ``why``."""
+    what = "the action" if acts else "the request"
+    effect = "happened" if acts else "taken effect"
+    return f"delivery: unknown: {why}; {what} may or may not have {effect}; observe again"
 
 
 def _count(value: object) -> str:

@@ -334,15 +334,49 @@ async def test_failed_action_exits_1(
 
 
 @pytest.mark.parametrize(
-    ("code", "data", "note"),
+    ("code", "data", "note", "want"),
     [
         (
             "outcome_unknown",
             {"delivery": "unknown"},
-            "outcome unknown: the action may or may not have happened; observe again",
+            "delivery: unknown: outcome unknown, the action may or may not have happened; "
+            "observe again",
+            3,
         ),
-        ("state_expired", {"delivery": "refused"}, "refused: nothing was sent to the desktop"),
-        ("app_not_allowed", {}, None),
+        (
+            "input_target_changed",
+            {"delivery": "partial", "delivered": {"done": 93, "total": 240, "unit": "characters"}},
+            "delivery: partial: partly delivered, 93 of 240 characters reached the app before "
+            "it stopped; observe again",
+            3,
+        ),
+        (
+            "state_expired",
+            {"delivery": "refused"},
+            "delivery: refused: nothing was sent to the desktop",
+            1,
+        ),
+        (
+            "key_unknown",
+            {"delivery": "dispatched"},
+            "delivery: dispatched: the backend received the action and answered; the message "
+            "above says what came of it",
+            1,
+        ),
+        (
+            "app_not_allowed",
+            {},
+            "delivery: unknown: the reply did not say whether anything reached the desktop; "
+            "observe again before acting",
+            3,
+        ),
+        (
+            "app_not_allowed",
+            {"delivery": "delivered-ish"},
+            "delivery: unknown: the reply named a delivery this deskhandctl does not know "
+            "(delivered-ish); observe again before acting",
+            3,
+        ),
     ],
 )
 async def test_refusals_exit_1_with_error_object(
@@ -350,22 +384,33 @@ async def test_refusals_exit_1_with_error_object(
     capsys: pytest.CaptureFixture[str],
     code: str,
     data: dict[str, Any],
-    note: str | None,
+    note: str,
+    want: int,
 ) -> None:
-    """An error reply exits 1 (3 when the outcome is unknown); stderr explains delivery;
-    --json prints the error object."""
+    """An error reply to an action exits 1, or 3 when its delivery line says unknown or
+    partial; stderr has the message and exactly one delivery line, from data.delivery (unknown
+    when the reply names none this client knows: never guessed); --json prints the error
+    object."""
     script = with_overrides(click=lambda rid: [error(rid, code, "because", **data)])
-    want = 3 if data.get("delivery") == "unknown" else 1
     assert (await one_request(ws_server, "click", *A, "--index", "1", script=script))[0] == want
     err = capsys.readouterr().err.splitlines()
-    assert err[0] == f"deskhandctl: {code}: because"
-    assert err[1:] == ([f"deskhandctl: {note}"] if note else [])
+    assert err == [f"deskhandctl: {code}: because", f"deskhandctl: {note}"]
     assert (await one_request(ws_server, "--json", "click", *A, "--index", "1", script=script))[
         0
     ] == want
-    assert json.loads(capsys.readouterr().out) == {
-        "error": {"code": code, "message": "because", "data": data}
-    }
+    out, err_json = capsys.readouterr()
+    assert json.loads(out) == {"error": {"code": code, "message": "because", "data": data}}
+    assert err_json.splitlines()[1:] == [f"deskhandctl: {note}"]
+
+
+async def test_commands_off_the_desktop_print_no_delivery_line(
+    ws_server: WsStart, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An error reply to a command that does not reach the desktop (apps add, mode) has no
+    delivery to state: only the message, exit 1."""
+    script = with_overrides(apps_add=lambda rid: [error(rid, "apps_file_invalid", "broken")])
+    assert (await one_request(ws_server, "apps", "add", "X", script=script))[0] == 1
+    assert capsys.readouterr().err.splitlines() == ["deskhandctl: apps_file_invalid: broken"]
 
 
 @pytest.mark.parametrize(
@@ -377,7 +422,7 @@ async def test_every_command_refusal_exits_1(
     """Whatever the command, an error reply to it exits 1 with the JSON error object."""
     script = with_overrides(
         **{
-            op: (lambda rid: [error(rid, "locked", "stopped")])
+            op: (lambda rid: [error(rid, "locked", "stopped", delivery="refused")])
             for op in ("click", "get_app_state", "apps_add", "stop")
         }
     )
@@ -439,7 +484,7 @@ async def test_unanswerable_question_is_left_to_the_daemon(
         }
         return [
             {"type": "event", "event": question},
-            error(rid, "approval_cancelled", "nobody answered"),
+            error(rid, "approval_cancelled", "nobody answered", delivery="refused"),
         ]
 
     code, received = await one_request(

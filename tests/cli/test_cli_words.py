@@ -50,7 +50,7 @@ def test_a_point_off_the_window_is_refused_with_its_bounds_and_nothing_is_sent(
         "Observe the app again and pick a point inside its window, or click an element by its "
         "index"
     )
-    assert second == "deskhandctl: refused: nothing was sent to the desktop"
+    assert second == "deskhandctl: delivery: refused: nothing was sent to the desktop"
     assert d.received("click") == 0
     # The drag's end is named, with the bounds in data for scripts.
     sid = d.observe("Calculator")
@@ -83,7 +83,10 @@ def test_the_backends_invalid_parameter_for_a_point_gets_the_same_code(sim_desk:
         f"is {W}x{H} pixels), so nothing was clicked."
     )
     assert "`deskhandctl observe Calculator`" in done.stderr
-    assert "deskhandctl: dispatched: the backend received the action and answered" in done.stderr
+    assert (
+        "deskhandctl: delivery: dispatched: the backend received the action and answered"
+        in done.stderr
+    )
     no_foreign_words(done.stdout, done.stderr)
     # The same text for a click by index is not about a point.
     by_index = d.json(

@@ -103,23 +103,75 @@ def test_status_shows_native_mode_and_the_lock() -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "note"),
+    ("data", "acts", "line"),
     [
         (
             {"delivery": "unknown"},
-            "outcome unknown: the action may or may not have happened; observe again",
+            True,
+            "delivery: unknown: outcome unknown, the action may or may not have happened; "
+            "observe again",
         ),
-        ({"delivery": "refused", "app": "X"}, "refused: nothing was sent to the desktop"),
+        (
+            {"delivery": "unknown", "delivered": {"done": 3, "total": 9, "unit": "keys"}},
+            False,
+            "delivery: unknown: outcome unknown, the request may or may not have taken effect "
+            "(3 of 9 keys had been sent); observe again",
+        ),
+        (
+            {"delivery": "refused", "app": "X"},
+            True,
+            "delivery: refused: nothing was sent to the desktop",
+        ),
         (
             {"delivery": "dispatched", "text": "The user changed\x1b[0m it"},
-            "dispatched: the backend received the action and answered; it said:\n  > The user changed\\x1b[0m it",
+            True,
+            "delivery: dispatched: the backend received the action and answered; the message "
+            "above says what came of it; it said:\n  > The user changed\\x1b[0m it",
         ),
-        ({}, None),
+        (
+            {"delivery": "dispatched", "withheld": True, "reason": "declined"},
+            False,
+            "delivery: dispatched: the backend observed the app, and Deskhand withheld that "
+            "observation; no input was sent to the app",
+        ),
+        (
+            {},
+            False,
+            "delivery: unknown: the reply did not say whether anything reached the desktop; "
+            "observe again before acting",
+        ),
+        (
+            {"delivery": 7},
+            True,
+            "delivery: unknown: the reply named a delivery this deskhandctl does not know (7); "
+            "observe again before acting",
+        ),
     ],
 )
-def test_refusal_notes(data: dict[str, object], note: str | None) -> None:
-    """data.delivery of an error reply becomes one plain sentence (backend text quoted)."""
-    assert render.refusal(data) == note
+def test_error_delivery_lines(data: dict[str, object], acts: bool, line: str) -> None:
+    """data.delivery of an error reply becomes one line starting "delivery: " with the
+    daemon's value (backend text quoted); a missing or strange value says unknown."""
+    assert render.error_delivery(data, acts=acts) == line
+
+
+@pytest.mark.parametrize(
+    ("result", "line"),
+    [
+        ({"delivery": "dispatched", "ok": True}, "delivery: dispatched"),
+        (
+            {"delivery": "dispatched", "ok": False},
+            "delivery: dispatched (the backend reported an error, see above)",
+        ),
+        (
+            {"ok": True},
+            "delivery: unknown (the reply did not say what reached the desktop; observe before "
+            "acting again)",
+        ),
+    ],
+)
+def test_result_delivery_lines(result: dict[str, object], line: str) -> None:
+    """An action result's delivery line: the stated value, unknown when none came."""
+    assert render.result_delivery(result) == line
 
 
 def test_quoted_untrusted_text() -> None:
