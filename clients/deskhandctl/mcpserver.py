@@ -361,20 +361,26 @@ class Server:
         params, problem = check_arguments(schema, arguments)
         app = str(params.get("app", ""))
         if problem is not None:
-            return shape_error(tool, "invalid_arguments", problem, app=app)
+            return shape_error(tool, "invalid_arguments", problem, app=app, delivery="refused")
         for attempt in (1, 2):
             try:
                 link.ensure()
             except CliError as exc:
-                return shape_error(tool, "daemon_unavailable", exc.message, app=app)
+                return shape_error(
+                    tool, "daemon_unavailable", exc.message, app=app, delivery="refused"
+                )
             if active.cancelled:
-                return shape_error(tool, "cancelled", "cancelled before it was sent", app=app)
+                return shape_error(
+                    tool, "cancelled", "cancelled before it was sent", app=app, delivery="refused"
+                )
             try:
                 active.call = link.start(tool, params)
                 break
             except Lost as exc:
-                if attempt == 2:
-                    return shape_error(tool, "daemon_unavailable", exc.reason, app=app)
+                if attempt == 2:  # never sent (Lost.sent is False from start)
+                    return shape_error(
+                        tool, "daemon_unavailable", exc.reason, app=app, delivery="refused"
+                    )
         assert active.call is not None
         reconnected = link.take_reconnected()
         if active.cancelled:  # the cancellation came while we were sending

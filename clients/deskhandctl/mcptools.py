@@ -499,7 +499,7 @@ def _action(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     app, tool = str(result.get("app", "")), str(result.get("tool", ""))
     state_id = result.get("state_id")
     ok = bool(result.get("ok"))
-    delivery = str(result.get("delivery", "dispatched"))
+    delivery = _delivery(result.get("delivery"))  # never guessed: unknown unless stated
     outcome = "done" if ok else "delivered, but the app or backend reported a problem"
     lines = [f"{tool} on {app}: {outcome} (delivery: {delivery})."]
     if result.get("text"):
@@ -679,6 +679,24 @@ _NEXT: dict[str, str] = {
 }
 
 
+DELIVERIES = ("refused", "dispatched", "partial", "unknown")
+_DELIVERY_WORDS = {
+    "refused": "Nothing was sent to the app.",
+    "dispatched": "The request reached the app's backend, which answered as said above.",
+    "partial": "Part of it was done before it stopped.",
+    "unknown": "Whether it reached the app, and what it did there, is not known.",
+}
+_WITHHELD = (
+    "The backend observed the app, but Deskhand withheld that observation; no input was sent "
+    "to the app."
+)
+
+
+def _delivery(value: object) -> str:
+    """``value`` if it is one of the four deliveries, else ``unknown`` (never a guess)."""
+    return value if isinstance(value, str) and value in DELIVERIES else "unknown"
+
+
 def shape_error(
     tool: str,
     code: str,
@@ -687,25 +705,26 @@ def shape_error(
     *,
     app: str = "",
     reconnected: bool = False,
+    delivery: str | None = None,
 ) -> dict[str, Any]:
-    """A refusal or failure as an ``isError`` result: the stable ``code``, the ``delivery``
-    (refused unless the daemon says otherwise), its data, and the next step in words."""
+    """A refusal or failure as an ``isError`` result: the stable ``code``, the ``delivery``,
+    its data, and the next step in words.
+
+    ``delivery`` is given by the caller that knows it (the server's own refusals before
+    anything was sent say ``refused``); otherwise it is the daemon's ``data.delivery``, and
+    ``unknown`` when the daemon stated none. For the tools that reach the desktop the text
+    says it in one sentence.
+    """
     data = data or {}
-    delivery = data.get("delivery")
-    if not isinstance(delivery, str):
-        delivery = "refused"
+    stated = _delivery(delivery if delivery is not None else data.get("delivery"))
     lines = [f"{tool} failed: {code}. {message}".rstrip()]
-    if tool in ACTIONS or tool == "run":
-        lines.append(
-            {
-                "refused": "Nothing was sent to the app.",
-                "dispatched": "The request reached the app's backend, which answered.",
-                "partial": "Part of it was done.",
-                "unknown": "It may or may not have happened.",
-            }.get(delivery, f"Delivery: {delivery}.")
-        )
+    if tool in ACTIONS or tool in ("run", "get_app_state", "list_apps"):
+        words = _DELIVERY_WORDS[stated]
+        if stated == "dispatched" and data.get("withheld") is True:
+            words = _WITHHELD
+        lines.append(f"Delivery: {stated}. {words}")
     step = _NEXT.get(code)
-    if step is None and delivery in ("unknown", "partial"):
+    if step is None and stated in ("unknown", "partial"):
         step = _NEXT["outcome_unknown"]
     if step:
         lines.append("Next step: " + step.format(app=app or "the app"))
@@ -714,6 +733,6 @@ def shape_error(
         text = RECONNECTED + text
     return {
         "content": [{"type": "text", "text": text}],
-        "structuredContent": {"code": code, "message": message, "delivery": delivery, "data": data},
+        "structuredContent": {"code": code, "message": message, "delivery": stated, "data": data},
         "isError": True,
     }
