@@ -101,6 +101,9 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     follows; ``end``: the outcome."""
     dispatch: str = ""
     """Pairs a ``start`` with its ``end`` (a random id); ``""`` on lines of older versions."""
+    effect: str = ""
+    """What reading the element back after the action showed: ``changed``, ``unchanged``
+    or ``unreadable``; ``""`` where nothing was read back."""
 
 
 def entry_for(
@@ -120,6 +123,7 @@ def entry_for(
     delivered: Count | None = None,
     phase: Literal["start", "end"] = "end",
     dispatch: str = "",
+    effect: str = "",
 ) -> AuditEntry:
     """Build the entry for one dispatch from the raw call, keeping metadata only.
 
@@ -158,6 +162,7 @@ def entry_for(
         ),
         phase=phase,
         dispatch=_clip(dispatch),
+        effect=_clip(effect),
     )
 
 

@@ -445,6 +445,49 @@ class InputTargetChanged(BackendFault):
     code = "input_target_changed"
 
 
+class AppExited(BackendFault):
+    """The app's process ended while the backend read it, started it or sent it input
+    (``data.exit``: how it ended, ``signal 11 (SIGSEGV)`` or ``status 1``, when known;
+    ``data.during``: ``reading``, ``starting`` or ``acting``). ``delivery`` is ``refused``
+    when no input was sent, ``unknown`` when some may have reached it."""
+
+    code = "app_exited"
+
+
+class AppNotAccessible(BackendFault):
+    """The app runs but gives the accessibility bus nothing to read, so it cannot be observed
+    or operated until it is restarted (``data.hint``: ``restart``, or ``restart_chromium``
+    for a Chromium or Electron app started without its accessibility switch). Nothing was
+    sent."""
+
+    code = "app_not_accessible"
+    default_delivery = "refused"
+
+
+class FocusOutsideApp(BackendFault):
+    """Keys were not sent because the element with the keyboard focus is not inside the
+    app's window (another app, or nothing, has it). Nothing was sent."""
+
+    code = "focus_outside_app"
+    default_delivery = "refused"
+
+
+class BlockedByDialog(BackendFault):
+    """The element lies behind a modal dialog of the app (``data.dialog``), which takes every
+    input until it is answered. Nothing was sent."""
+
+    code = "blocked_by_dialog"
+    default_delivery = "refused"
+
+
+class NoEffect(BackendFault):
+    """The action was delivered, and reading the element back shows it unchanged
+    (``data.what``: ``value``, ``text`` or ``selection``): the app did not take it."""
+
+    code = "no_effect"
+    default_delivery = "dispatched"
+
+
 class BackendRefused(BackendFault):
     """The backend refused the call because of its arguments or its target, and said so in its
     own terms; the message says in ours what was wrong and what to do, and

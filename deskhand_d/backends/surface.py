@@ -28,10 +28,19 @@ READ_ONLY_TOOLS: Final = frozenset({"list_apps", "get_app_state"})
 
 DELIVERY_META: Final = "deskhand/delivery"
 """A ``_meta`` key Deskhand's own AT-SPI backend adds to a tool result that did not do
-all it was asked: ``{"state": "refused" | "partial" | "unknown", "reason": ..., "done": n,
-"total": n, "unit": "characters"}`` (counts optional). ``reason`` is ``target_changed`` (the
-input would have reached another program), ``target_gone`` (the app quit) or ``failed``.
-Sky never sends it; a client that does not know it still sees an ``isError`` result."""
+all it was asked: ``{"state": "refused" | "partial" | "unknown" | "dispatched", "reason": ...,
+"done": n, "total": n, "unit": "characters", ...}`` (counts optional). ``reason`` is
+``target_changed`` (the input would have reached another program), ``target_gone`` (the app
+quit), ``failed``, or one of the notes of ``deskhand_d.backends.atspi.notes`` (``app_exited``
+with ``exit`` and ``during``, ``not_accessible`` with ``hint``, ``focus_elsewhere``,
+``modal_dialog`` with ``dialog``, ``no_effect`` with ``what``: the one note given with state
+``dispatched``, for input that arrived and changed nothing). Sky never sends it; a client
+that does not know it still sees an ``isError`` result."""
+
+EFFECT_META: Final = "deskhand/effect"
+"""A ``_meta`` key on a successful action result of Deskhand's own AT-SPI backend that read
+the element back: ``{"effect": "changed" | "unreadable", "what": "value" | "text" |
+"selection"}``. (An unchanged element is an error result with the ``no_effect`` note.)"""
 
 _APP = {"type": "string", "description": "Target app: its name, full .app path or bundle id"}
 _APP_SHORT = {"type": "string", "description": "Target app: its name or bundle id"}

@@ -19,7 +19,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from deskhand_d.backends.surface import DELIVERY_META
+from deskhand_d.backends.surface import DELIVERY_META, EFFECT_META
 
 STOP_NOTICE: Final = (
     "This application session has been explicitly stopped by the user for this turn. "
@@ -56,13 +56,32 @@ class Kind(enum.StrEnum):
 
 class Shortfall(msgspec.Struct, frozen=True, kw_only=True):
     """Deskhand's own backends say so when a call did not do all it was asked
-    (``_meta["deskhand/delivery"]``, see :data:`~deskhand_d.backends.surface.DELIVERY_META`)."""
+    (``_meta["deskhand/delivery"]``, see :data:`~deskhand_d.backends.surface.DELIVERY_META`).
 
-    state: Literal["refused", "partial", "unknown"]
+    ``state`` ``dispatched`` comes only with the reason ``no_effect``: the input arrived and
+    reading the element back showed no change. The other fields say more about one reason
+    each (``exit`` and ``during`` for ``app_exited``, ``hint`` for ``not_accessible``,
+    ``dialog`` for ``modal_dialog``, ``what`` for ``no_effect``)."""
+
+    state: Literal["refused", "partial", "unknown", "dispatched"]
     reason: str
     done: int | None = None
     total: int | None = None
     unit: str = ""
+    exit: str = ""
+    during: str = ""
+    hint: str = ""
+    dialog: str = ""
+    what: str = ""
+
+
+_STATES: Final = ("refused", "partial", "unknown", "dispatched")
+_NOTE_FIELDS: Final = ("exit", "during", "hint", "dialog", "what")
+
+
+def _note_text(note: dict[str, Any], key: str, limit: int = 200) -> str:
+    value = note.get(key, "")
+    return value[:limit] if isinstance(value, str) else ""
 
 
 def shortfall(result: Any) -> Shortfall | None:
@@ -74,17 +93,38 @@ def shortfall(result: Any) -> Shortfall | None:
     if not isinstance(note, dict):
         return None
     state = note.get("state")
-    if state != "refused" and state != "partial" and state != "unknown":
+    if state not in _STATES:
         return None
+    reason = str(note.get("reason", ""))[:40]
+    if (state == "dispatched") != (reason == "no_effect"):
+        return None  # only a change that did not happen was delivered and still falls short
     counts = [note.get(k) for k in ("done", "total")]
     ok = all(type(c) is int and c >= 0 for c in counts) and isinstance(note.get("unit"), str)
     return Shortfall(
         state=state,
-        reason=str(note.get("reason", ""))[:40],
+        reason=reason,
         done=counts[0] if ok else None,
         total=counts[1] if ok else None,
         unit=str(note.get("unit", ""))[:40] if ok else "",
+        **{k: _note_text(note, k) for k in _NOTE_FIELDS},
     )
+
+
+Effect = Literal["changed", "unreadable"]
+
+
+def effect(result: Any) -> tuple[Effect, str] | None:
+    """``(effect, what)`` from a successful result's ``deskhand/effect`` note, or None."""
+    if not isinstance(result, dict):
+        return None
+    meta = result.get("_meta")
+    note = meta.get(EFFECT_META) if isinstance(meta, dict) else None
+    if not isinstance(note, dict):
+        return None
+    said = note.get("effect")
+    if said != "changed" and said != "unreadable":
+        return None
+    return said, _note_text(note, "what", 40)
 
 
 class Image(msgspec.Struct, frozen=True):
@@ -113,6 +153,9 @@ class ToolOutput(msgspec.Struct, frozen=True, kw_only=True):
     images: tuple[Image, ...]
     is_error: bool
     shortfall: Shortfall | None = None
+    effect: tuple[Effect, str] | None = None
+    """What reading the acted-on element back showed, where the backend did (see
+    :func:`effect`); None when it did not say."""
 
 
 def _strip_code(text: str) -> str:
@@ -183,4 +226,5 @@ def classify(result: Any) -> ToolOutput:
         kind = Kind.TOOL_ERROR
     elif _has_diff_header(text):
         kind = Kind.PARTIAL_UPDATE
-    return ToolOutput(kind=kind, text=text, images=images, is_error=is_error)
+    seen = effect(result) if kind is Kind.OK else None
+    return ToolOutput(kind=kind, text=text, images=images, is_error=is_error, effect=seen)

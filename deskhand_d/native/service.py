@@ -41,7 +41,7 @@ from deskhand_d.native.launch import launch as launch_app
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
-from deskhand_d.native.verdicts import raise_for_kind
+from deskhand_d.native.verdicts import NOTE_CODES, raise_for_kind
 from deskhand_d.protocol import ActionDone, Observation
 from deskhand_d.words import PROTOCOL, Words, action
 
@@ -297,6 +297,8 @@ class NativeService:
             screenshot=shot,
             screenshot_mime=mime,
             approval_reason=res.approval_reason,
+            effect=out.effect[0] if out.effect is not None else None,
+            effect_of=out.effect[1] if out.effect is not None else "",
         )
 
     async def run_step(self, caller: Caller, app: str, call: ToolCall) -> CallResult:
@@ -419,6 +421,7 @@ class NativeService:
         delivery: E.Delivery = "refused"
         delivered: E.Count | None = None
         code = ""
+        effect = ""
         reason: str | None = None
         try:
             res: CallResult = await self.queue.run(
@@ -450,8 +453,13 @@ class NativeService:
             short = res.output.shortfall
             if short is not None:  # the backend says how far it got; the reply will agree
                 delivery = short.state
+                code = NOTE_CODES.get(short.reason, code)
                 if short.done is not None and short.total is not None:
                     delivered = E.Count(short.done, short.total, short.unit)
+                if short.reason == "no_effect":
+                    effect = "unchanged"
+            elif res.output.effect is not None:
+                effect = res.output.effect[0]
             return res
         finally:
             self._audit(
@@ -465,6 +473,7 @@ class NativeService:
                 args,
                 delivered,
                 dispatch_id,
+                effect,
             )
 
     async def _audit_begin(self, caller: Caller, app: str, tool: str, args: dict[str, Any]) -> str:
@@ -512,6 +521,7 @@ class NativeService:
         args: dict[str, Any],
         delivered: E.Count | None = None,
         dispatch_id: str = "",
+        effect: str = "",
     ) -> None:
         if self.audit is not None:
             self.audit.dispatch(
@@ -522,6 +532,7 @@ class NativeService:
                 approval_reason=reason or "",
                 delivered=delivered,
                 dispatch=dispatch_id,
+                effect=effect,
             )
 
 

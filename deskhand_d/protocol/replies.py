@@ -203,6 +203,12 @@ class ActionDone(_Result, tag="action", frozen=True):
     screenshot: bytes | None = None
     screenshot_mime: str = ""
     approval_reason: str | None = None
+    effect: Literal["changed", "unreadable"] | None = None
+    """Whether reading the acted-on element back showed the change (``changed``) or could
+    not tell (``unreadable``); None where the backend did not read it back (clicks, keys,
+    Sky). An element left unchanged is an error (``no_effect``), never this reply."""
+    effect_of: str = ""
+    """What was read back for ``effect``: ``value``, ``text`` or ``selection``."""
 
 
 class AppList(_Result, tag="app_list", frozen=True):

@@ -32,6 +32,7 @@ FIELDS = (
     "delivered",  # reviewed: counts only (93 of 240 characters), never what was typed
     "phase",  # reviewed: start (written before the call) or end
     "dispatch",  # reviewed: a random id pairing a start with its end
+    "effect",  # reviewed: changed, unchanged or unreadable; never the value read back
 )
 
 SECRET = "hunter2-SECRET-typed"

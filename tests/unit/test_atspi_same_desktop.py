@@ -1,8 +1,8 @@
-"""Which running processes belong to this desktop: the rule behind ``already_started``.
+"""Which running processes belong to this desktop: the rule behind ``instance_ages``.
 
 The AT-SPI backend must not wait for an app that runs on another display or session bus (it
 would wait for a window that never reaches its accessibility bus). The pure rule is checked on
-values; ``already_started`` on real processes started here with chosen environments.
+values; ``instance_ages`` on real processes started here with chosen environments.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from deskhand_d.backends.atspi.apps import already_started, environ_of, same_desktop
+from deskhand_d.backends.atspi.apps import environ_of, instance_ages, same_desktop
 from deskhand_d.backends.atspi.catalog import DesktopApp
 
 BUS = "unix:path=/tmp/dhbus-test/bus"
@@ -82,12 +82,14 @@ def test_already_started_counts_only_processes_of_this_desktop(
     )
     seen = environ_of(f"/proc/{proc.pid}/environ")
     assert seen == {k: env[k] for k in ("DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
-    assert already_started(entry, env)
+    ages = instance_ages(entry, env)
+    assert list(ages) == [proc.pid]
+    assert 0 <= ages[proc.pid] < 60  # started by this test, seconds ago
     # the bus listed without its guid is the same bus
     same = {**env, "DBUS_SESSION_BUS_ADDRESS": env["DBUS_SESSION_BUS_ADDRESS"].split(",")[0]}
-    assert already_started(entry, same)
-    assert not already_started(entry, {**env, "DISPLAY": env["DISPLAY"] + "1"})
-    assert not already_started(entry, {**env, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x/bus"})
+    assert instance_ages(entry, same)
+    assert not instance_ages(entry, {**env, "DISPLAY": env["DISPLAY"] + "1"})
+    assert not instance_ages(entry, {**env, "DBUS_SESSION_BUS_ADDRESS": "unix:path=/x/bus"})
     proc.kill()
     proc.wait(10)
-    assert not already_started(entry, env)  # gone: nothing to wait for
+    assert not instance_ages(entry, env)  # gone: nothing to wait for

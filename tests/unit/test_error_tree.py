@@ -19,7 +19,7 @@ BRANCHES = {
     E.RunStopped,
 }
 # whose delivery depends on the moment, so the raiser always gives it
-RAISER_DECIDES = {E.SessionStopped, E.StateChanged, E.InputTargetChanged}
+RAISER_DECIDES = {E.SessionStopped, E.StateChanged, E.InputTargetChanged, E.AppExited}
 
 
 def _all() -> list[type[E.DeskhandError]]:

@@ -14,6 +14,8 @@ export interface ActionDone {
 	app: string;
 	approval_reason?: string | null;
 	delivery: "dispatched" | "partial" | "refused" | "unknown";
+	effect?: "changed" | "unreadable" | null;
+	effect_of?: string;
 	kind: "action";
 	ok: boolean;
 	screenshot?: string | null;

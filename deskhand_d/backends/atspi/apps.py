@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import trio
@@ -25,6 +24,8 @@ from . import roles
 from .bus import REGISTRY, Bus, BusError, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target, data_dirs, exe_of, scan_entries
 from .model import ACCESSIBLE, COMPONENT, Ref
+from .programs import runs_program
+from .reaper import Reaper
 from .roles import Role, State
 
 LAUNCH_TIMEOUT: Final = 20.0
@@ -188,18 +189,12 @@ async def extents(bus: Bus, ref: Ref, coords: int = _SCREEN) -> tuple[int, int, 
     return x, y, w, h
 
 
-async def launch(entry: DesktopApp, env: Mapping[str, str]) -> trio.Process:
-    """Start ``entry`` detached from us (own session, no stdio), as its Exec line says."""
+def launch(reaper: Reaper, argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Start ``argv`` (an entry's command line) detached from us, as a child that ``reaper``
+    collects when it ends; returns its pid. The switches that keep a toolkit's
+    accessibility off are not passed on."""
     child_env = {k: v for k, v in env.items() if k not in ("NO_AT_BRIDGE", "GTK_A11Y")}
-    return await trio.lowlevel.open_process(
-        list(entry.argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        env=child_env,
-        cwd=env.get("HOME") or os.getcwd(),
-    )
+    return reaper.spawn(argv, child_env, env.get("HOME") or os.getcwd())
 
 
 #: The variables that say which desktop a process belongs to.
@@ -257,38 +252,71 @@ def environ_of(path: str) -> dict[str, str]:
     return out
 
 
-def already_started(entry: DesktopApp, env: Mapping[str, str], proc: str = "/proc") -> bool:
-    """Is a process of ``entry``'s program already running as us on this desktop?
-
-    A second launch of a single-instance GTK app opens another, empty window in the first
-    one's process: window and screenshot would then disagree about which one is operated. The
-    same program on another display or session bus does not count: its window never shows up
-    on our accessibility bus, so waiting for it would only end in ``noWindowsAvailable``.
-    """
+def program_path(entry: DesktopApp, env: Mapping[str, str]) -> str:
+    """The real path of the program ``entry`` starts, or ``""`` when it is not found."""
     program = shutil.which(entry.argv[0], path=env.get("PATH")) if entry.argv else None
-    if not program:
-        return False
-    wanted = os.path.realpath(program)
+    return os.path.realpath(program) if program else ""
+
+
+def instance_ages(
+    entry: DesktopApp, env: Mapping[str, str], proc: str = "/proc"
+) -> dict[int, float]:
+    """The processes of ``entry``'s program running as us on this desktop, with their ages in
+    seconds (pid -> age).
+
+    A second launch of a single-instance app opens another, empty window in the first one's
+    process (or, for LibreOffice, one more "Untitled" document): window and screenshot would
+    then disagree about which one is operated. A launcher script counts by the binary it
+    starts (:func:`~.programs.runs_program`). The same program on another display or session
+    bus does not count: its window never shows up on our accessibility bus.
+    """
+    wanted = program_path(entry, env)
+    if not wanted:
+        return {}
     uid = os.getuid()
+    now = _uptime(proc)
+    found: dict[int, float] = {}
     for pid in os.listdir(proc):
         if not pid.isdigit():
             continue
         try:
             if os.stat(f"{proc}/{pid}").st_uid != uid:
                 continue
-            if os.path.realpath(f"{proc}/{pid}/exe") != wanted:
+            if not runs_program(os.path.realpath(f"{proc}/{pid}/exe"), wanted):
                 continue
             if same_desktop(environ_of(f"{proc}/{pid}/environ"), env):
-                return True
-        except OSError:  # gone, or not ours to look at
+                found[int(pid)] = max(0.0, now - _started(f"{proc}/{pid}/stat"))
+        except (OSError, ValueError, IndexError):  # gone, or not ours to look at
             continue
-    return False
+    return found
+
+
+_TICKS: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _uptime(proc: str) -> float:
+    with open(f"{proc}/uptime", "rb") as f:
+        return float(f.read().split()[0])
+
+
+def _started(stat_path: str) -> float:
+    """Seconds after boot at which the process started (``/proc/PID/stat`` field 22)."""
+    with open(stat_path, "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return int(fields[19]) / _TICKS
 
 
 async def wait_for_window(
-    bus: Bus, target: Target, env: Mapping[str, str], limit: float = LAUNCH_TIMEOUT
+    bus: Bus,
+    target: Target,
+    env: Mapping[str, str],
+    limit: float = LAUNCH_TIMEOUT,
+    *,
+    gone: Callable[[], bool] = lambda: False,
 ) -> RunningApp | None:
-    """Poll until ``target`` runs with a window, then give its UI a moment to settle."""
+    """Poll until ``target`` runs with a window, then give its UI a moment to settle; None
+    after ``limit`` seconds, or as soon as ``gone()`` says there is nothing left to wait for
+    (the process just started has ended and no other runs the program)."""
     assert target.entry is not None
     entries = [target.entry]
     with trio.move_on_after(limit):
@@ -298,5 +326,7 @@ async def wait_for_window(
             if app is not None and await window_of(bus, app) is not None:
                 await trio.sleep(LAUNCH_SETTLE)
                 return app
+            if gone():
+                return None
             await trio.sleep(_POLL)
     return None

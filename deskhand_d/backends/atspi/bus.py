@@ -101,7 +101,7 @@ def one_error() -> Iterator[None]:
         raise leaves[0] from None
 
 
-async def _reply(router: DBusRouter, message: Any, limit: float) -> tuple[Any, ...]:
+async def await_reply(router: DBusRouter, message: Any, limit: float) -> tuple[Any, ...]:
     try:
         with trio.fail_after(limit):
             reply = await router.send_and_get_reply(message)
@@ -116,7 +116,7 @@ async def _reply(router: DBusRouter, message: Any, limit: float) -> tuple[Any, .
     return tuple(reply.body)
 
 
-async def _connect(address: str) -> Any:
+async def connect_address(address: str) -> Any:
     try:
         with trio.fail_after(CONNECT_TIMEOUT):
             return await open_dbus_connection(address)
@@ -139,13 +139,13 @@ async def find_address(env: Mapping[str, str]) -> str:
             "no desktop session: DBUS_SESSION_BUS_ADDRESS is not set, so the accessibility bus "
             "cannot be found. Run inside a graphical session (or set AT_SPI_BUS_ADDRESS)."
         )
-    conn = await _connect(session)
+    conn = await connect_address(session)
     try:
         async with trio.open_nursery() as nursery:
             router = DBusRouter(conn)
             await router.start(nursery)
             try:
-                (address,) = await _reply(
+                (address,) = await await_reply(
                     router,
                     new_method_call(
                         DBusAddress(_A11Y_BUS[1], _A11Y_BUS[0], "org.a11y.Bus"), "GetAddress"
@@ -189,7 +189,7 @@ class Bus:
                 return self._router
             await self._drop()
             address = await find_address(self._env)
-            conn = await _connect(address)
+            conn = await connect_address(address)
             router = DBusRouter(conn)
             await router.start(self._nursery)
             self._router, self._conn, self.address = router, conn, address
@@ -224,7 +224,7 @@ class Bus:
         address = DBusAddress(ref[1], ref[0], interface)
         message = new_method_call(address, method, signature, body)
         try:
-            return await _reply(router, message, limit or self.call_timeout)
+            return await await_reply(router, message, limit or self.call_timeout)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             await self.aclose()
             raise BusUnavailable(f"the accessibility bus connection broke ({exc})") from exc
@@ -234,7 +234,7 @@ class Bus:
         router = await self.router()
         message = Properties(DBusAddress(ref[1], ref[0], interface)).get(name)
         try:
-            (variant,) = await _reply(router, message, self.call_timeout)
+            (variant,) = await await_reply(router, message, self.call_timeout)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError) as exc:
             await self.aclose()
             raise BusUnavailable(f"the accessibility bus connection broke ({exc})") from exc
@@ -264,7 +264,7 @@ class Bus:
     async def set(self, ref: Ref, interface: str, name: str, signature: str, value: Any) -> None:
         router = await self.router()
         message = Properties(DBusAddress(ref[1], ref[0], interface)).set(name, signature, value)
-        await _reply(router, message, self.call_timeout)
+        await await_reply(router, message, self.call_timeout)
 
     async def pid_of(self, bus_name: str) -> int | None:
         """The process behind a connection on the accessibility bus."""

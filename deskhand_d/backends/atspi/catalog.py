@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from deskhand_d.consent.desktop_entry import exec_args, parse_desktop_entry
 
+from .programs import runs_program
+
 _DASH = " \u2014 "
 
 
@@ -131,8 +133,10 @@ def _program_path(entry: DesktopApp, path_env: str) -> str:
 
 
 def matches(entry: DesktopApp, app: RunningApp, *, program_path: str = "") -> bool:
-    """Whether the running application ``app`` is an instance of ``entry``. Pure."""
-    if program_path and app.exe == program_path:
+    """Whether the running application ``app`` is an instance of ``entry``: its executable is
+    the entry's program (or the binary a launcher script starts, see :mod:`.programs`), or it
+    registered under one of the entry's names. Reads a launcher's first bytes at most."""
+    if runs_program(app.exe, program_path):
         return True
     registered = app.name.casefold()
     if not registered:
@@ -162,7 +166,7 @@ def entry_rank(entry: DesktopApp, app: RunningApp, *, program_path: str = "") ->
     }
     return (
         len(entry.argv) - 1 if entry.argv else 99,
-        0 if program_path and app.exe == program_path else 1,
+        0 if runs_program(app.exe, program_path) else 1,
         0 if own_name else 1,
         1 if entry.hidden else 0,
     )

@@ -32,15 +32,18 @@ import trio
 from .. import surface
 from ..skyserver import texts
 from ..skyserver.tools import Outcome
-from . import actions, apps, gmenu, model, render
+from . import actions, apps, gmenu, model, programs, render
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
 from .model import APPLICATION, Node, Ref
+from .notes import Withheld, describe_exit
+from .reaper import Reaper, become_subreaper
 from .screen import Screen
 from .settle import LIMITS, Settler, lags
+from .switch import Switch
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
-from .x11guard import Guard, InputStopped
+from .x11guard import Guard, InputStopped, settled_alive
 
 TOOL_TIMEOUT: Final = 30.0
 # Seconds an app gets to update its tree after an action, only where its events cannot be
@@ -48,6 +51,8 @@ TOOL_TIMEOUT: Final = 30.0
 SETTLE: Final = LIMITS.fallback_settle
 _SCREENSHOT_ACTIONS: Final = frozenset({"click", "scroll", "drag"})
 _MAX_FACTS: Final = 100_000
+# Seconds a running app gets to join the bus after this server turned accessibility on.
+SWITCH_GRACE: Final = 3.0
 
 
 def bus_unavailable(why: str) -> str:
@@ -197,13 +202,18 @@ class Backend:
         self._facts: dict[str, dict[Ref, Facts]] = {}  # per app: what never changes per object
         self._toolkits: dict[str, int | None] = {}  # per app: its toolkit's major version
         self._entries = apps.Entries(self.env)
-        self.launched: list[trio.Process] = []
+        self.reaper = Reaper()
+        self.switch = Switch(self.env)
         self._settler: Settler | None = None
         self._input_sent = False  # whether the current call may have reached the app
+        # The app the current call reads or acts on (its name, its process), once known:
+        # a failure while it is gone is reported as its exit, not as a missing window.
+        self._operating: tuple[str, int] | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Give the bus connection a nursery for its receiver task (the server's)."""
         self._bus = Bus(nursery, self.env)
+        become_subreaper()  # launched apps' own children are ours to reap (see .reaper)
         limits = dataclasses.replace(LIMITS, fallback_settle=self.settle)
         self._settler = Settler(self.env, self._bus, self.screen, nursery, limits)
 
@@ -220,6 +230,7 @@ class Backend:
         return self._bus
 
     async def aclose(self) -> None:
+        await self.switch.restore()
         if self._bus is not None:
             await self._bus.aclose()
         if self._settler is not None:
@@ -233,32 +244,68 @@ class Backend:
             return _text(texts.unknown_tool(name), error=True)
         async with self._lock:
             self._input_sent = False
-            with trio.move_on_after(self.tool_timeout) as scope:
-                try:
-                    return await self._call(name, arguments)
-                except ToolError as exc:
-                    return _text(exc.text, error=True)
-                except InputStopped as exc:
-                    return input_stopped(exc)
-                except BusUnavailable as exc:
-                    return _text(bus_unavailable(str(exc)), error=True)
-                except BusTimeout:
-                    return _text(texts.TIMEOUT_REACHED, error=True)
-                except Gone:
-                    # The app (or the window being read) vanished: an expected event on a
-                    # live desktop, never a reason for this server to stop.
-                    why = "the app quit or closed its window while the call ran"
-                    return after_input_failure(why, acted=self._input_sent)
-                except Exception as exc:  # one bad call must not take the server down
-                    traceback.print_exc(file=sys.stderr)
-                    why = f"the Linux backend failed: {type(exc).__name__}"
-                    return after_input_failure(why, acted=self._input_sent)
-            assert scope.cancelled_caught
-            if self._input_sent:
-                return after_input_failure("the call took too long", acted=True)
-            return _text(texts.TIMEOUT_REACHED, error=True)
+            self._operating = None
+            outcome = await self._guarded(name, arguments)
+            exited = self._exit_note() if outcome.is_error else None
+            if exited is None:
+                return outcome
+            counted = outcome.meta.get(surface.DELIVERY_META, {})
+            exited.fields.update({k: counted[k] for k in ("done", "total", "unit") if k in counted})
+            return exited.outcome()
+
+    async def _guarded(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
+        """One call under its time limit, every failure turned into a result."""
+        with trio.move_on_after(self.tool_timeout) as scope:
+            try:
+                return await self._call(name, arguments)
+            except ToolError as exc:
+                return _text(exc.text, error=True)
+            except Withheld as exc:
+                return exc.outcome()
+            except InputStopped as exc:
+                return input_stopped(exc)
+            except BusUnavailable as exc:
+                return _text(bus_unavailable(str(exc)), error=True)
+            except BusTimeout:
+                return _text(texts.TIMEOUT_REACHED, error=True)
+            except Gone:
+                # The app (or the window being read) vanished: an expected event on a
+                # live desktop, never a reason for this server to stop.
+                why = "the app quit or closed its window while the call ran"
+                return after_input_failure(why, acted=self._input_sent)
+            except Exception as exc:  # one bad call must not take the server down
+                traceback.print_exc(file=sys.stderr)
+                why = f"the Linux backend failed: {type(exc).__name__}"
+                return after_input_failure(why, acted=self._input_sent)
+        assert scope.cancelled_caught
+        if self._input_sent:
+            return after_input_failure("the call took too long", acted=True)
+        return _text(texts.TIMEOUT_REACHED, error=True)
+
+    def _exit_note(self) -> Withheld | None:
+        """If the app this call was about has exited, the note that says so (with how it
+        ended, where it was our child and so reaped here), else None."""
+        if self._operating is None:
+            return None
+        name, pid = self._operating
+        if settled_alive(pid):
+            return None
+        how = describe_exit(self.reaper.status_of(pid))
+        during = "input was being sent to it" if self._input_sent else "its window was being read"
+        ended = f"exited ({how})" if how else "exited"
+        text = f"{name} {ended} while {during}."
+        if self._input_sent:
+            text += " What it did with the input is unknown."
+        return Withheld(
+            text,
+            reason="app_exited",
+            state="unknown" if self._input_sent else "refused",
+            exit=how,
+            during="acting" if self._input_sent else "reading",
+        )
 
     async def _call(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
+        await self.switch.ensure_on()
         entries = self._entries.get()
         if name == "list_apps":
             try:
@@ -285,6 +332,8 @@ class Backend:
         path_env = self.env.get("PATH", "/usr/bin:/bin")
         quick = Catalog(entries, [], path_env=path_env).resolve(given)
         session = self.sessions.get(quick.bundle_id) if quick is not None else None
+        if session is not None and session.pid > 0:
+            self._operating = (session.target.name, session.pid)
         if session is not None and session.bus_name in await apps.registered(self.bus):
             known = session.target
             live = Target(known.bundle_id, known.name, known.path, known.entry, session.app)
@@ -306,13 +355,12 @@ class Backend:
     async def _get_app_state(self, target: Target) -> Outcome:
         running = target.running
         if running is None and target.launchable:
-            assert target.entry is not None
-            if not apps.already_started(target.entry, self.env):
-                self.launched.append(await apps.launch(target.entry, self.env))
-            running = await apps.wait_for_window(self.bus, target, self.env)
+            running = await self._start_or_wait(target)
         if running is None or running.pid is None:
             raise ToolError(texts.NO_WINDOWS)
+        self._operating = (target.name, running.pid)
         session = await self._observe(target, running)
+        self._refuse_if_unreadable(target, running, session)
         rendering = session.rendering
         text = render.state_text(
             rendering,
@@ -322,6 +370,71 @@ class Backend:
             pid=session.pid,
         )
         return await self._with_screenshot(_text(text), session)
+
+    async def _start_or_wait(self, target: Target) -> RunningApp | None:
+        """The app's process once it shows a window on the bus: started here when none runs;
+        waited for while one is still starting; refused at once when one has run for longer
+        than an app takes to start without ever joining the bus (it will not: waiting would
+        only end in a missing window after the whole launch timeout, and starting it again
+        would open another window of it)."""
+        entry = target.entry
+        assert entry is not None
+        ages = apps.instance_ages(entry, self.env)
+        if not ages:
+            program = apps.program_path(entry, self.env)
+            argv = programs.launch_argv(entry.argv, program)
+            pid = apps.launch(self.reaper, argv, self.env)
+
+            def gone() -> bool:
+                return self.reaper.status_of(pid) is not None and not apps.instance_ages(
+                    entry, self.env
+                )
+
+            running = await apps.wait_for_window(self.bus, target, self.env, gone=gone)
+            if running is None and gone():
+                how = describe_exit(self.reaper.status_of(pid))
+                raise Withheld(
+                    f"{target.name} exited ({how or 'how is unknown'}) right after it was "
+                    "started, before it showed a window.",
+                    reason="app_exited",
+                    exit=how,
+                    during="starting",
+                )
+            return running
+        youngest = min(ages.values())
+        # A process that started before the switch was on (see .switch) may join once it
+        # sees the switch flip (Firefox does): give it a moment after the flip.
+        grace = SWITCH_GRACE if self.switch.just_turned_on(SWITCH_GRACE) else 0.0
+        limit = max(apps.LAUNCH_TIMEOUT - youngest, grace)
+        running = await apps.wait_for_window(self.bus, target, self.env, limit=limit)
+        if running is None:
+            raise Withheld(
+                f"{target.name} is running (process {min(ages, key=ages.__getitem__)}) but has "
+                "not joined the accessibility bus, so there is nothing to read or operate. It "
+                "decides at start whether to join: it has to be restarted.",
+                reason="not_accessible",
+                hint="restart",
+            )
+        return running
+
+    @staticmethod
+    def _refuse_if_unreadable(target: Target, running: RunningApp, session: Session) -> None:
+        """A Chromium-family app started without its accessibility switch shows windows with
+        nothing in them (see :mod:`.programs`): say so and what helps, instead of handing
+        over an empty tree as if the app were empty."""
+        nodes = session.rendering.nodes
+        if any(n.children for n in nodes) or not programs.chromium_family([running.exe]):
+            return
+        if running.pid is None or programs.started_with_switch(running.pid):
+            return
+        raise Withheld(
+            f"{target.name} is running without its accessibility tree: Chromium and Electron "
+            f"apps build it only when started with {programs.CHROMIUM_A11Y_SWITCH}, and this "
+            "one was started without it. It has to be quit and started again (observing it "
+            "once it is closed starts it with the switch).",
+            reason="not_accessible",
+            hint="restart_chromium",
+        )
 
     async def observe_surfaces(self, session: Session) -> Session:
         """Observe ``session``'s app afresh: every window, dialog and popup it shows, in the

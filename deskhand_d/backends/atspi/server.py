@@ -83,6 +83,7 @@ class AtspiTools:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self.backend.attach(nursery)
+            await nursery.start(self.backend.reaper.serve)
             task_status.started()
             try:
                 await trio.sleep_forever()
