@@ -168,47 +168,16 @@ def _show(args: Args, result: dict[str, Any], human: Any) -> int:
     return OK
 
 
-def _action(args: Args, result: dict[str, Any]) -> int:
-    """Print an action's result (its screenshot is not shown); exit 1 when the backend
-    reported the action as failed (``ok: false``)."""
-    if result.get("screenshot"):  # observe --screenshot saves one
-        result = {**result, "screenshot": None}
-    _show(args, result, render.action)
-    return DAEMON_ERROR if result.get("ok") is False else OK
-
-
 def _observe(args: Args, result: dict[str, Any]) -> int:
     """Print an observation; with ``--screenshot FILE`` save the screenshot there first.
 
     The observation is printed either way; a FILE that was not written (no screenshot came,
     or writing failed) is an error on stderr and exit 73, so a script never reads an old file.
     """
-    path = args.params.get("screenshot")
-    data = result.get("screenshot")
-    shown = {**result, "screenshot": None}
+    shown, note, failure = _screenshot(args, result, "observation")
+    shown.setdefault("screenshot", None)
     shown.setdefault("approval_reason", None)
-    note: str | None = None
-    failure: str | None = None
-    if isinstance(path, str):
-        if isinstance(data, str) and data:
-            try:
-                size = save_screenshot(path, data)
-            except (OSError, ValueError) as exc:
-                failure = f"the screenshot was not saved to {path}: {_why(exc)}"
-                shown["screenshot_error"] = failure
-                note = "not saved (see the error below)"
-            else:
-                shown["screenshot"] = path
-                mime = result.get("screenshot_mime") or "unknown type"
-                note = f"saved to {path} ({mime}, {size} bytes)"
-        else:
-            failure = (
-                f"the observation came without a screenshot, so {path} was not written; "
-                "`deskhandctl doctor` checks screenshot capture"
-            )
-            shown["screenshot_error"] = failure
-            note = "none came with this observation (see the error below)"
-    elif data:
+    if note is None and result.get("screenshot"):
         note = "available; add --screenshot FILE to save it"
     if args.json:
         print_json(shown)
@@ -220,29 +189,124 @@ def _observe(args: Args, result: dict[str, Any]) -> int:
     return OK
 
 
-def save_screenshot(path: str, data: str) -> int:
-    """Write base64 ``data`` decoded to ``path`` with mode 0600; return the byte count.
+def _action(args: Args, result: dict[str, Any]) -> int:
+    """Print an action's result; with ``--screenshot FILE`` save the reply's screenshot there.
 
-    The file is created or truncated, made 0600 before any byte is written, and never written
-    through a symbolic link. ValueError when ``data`` is not base64, OSError from the system.
+    Exit 1 when the backend reported the action as failed (``ok: false``); otherwise 73 when
+    FILE was not written (the action itself was delivered as its delivery line says: do not
+    repeat it for the picture), else 0.
+    """
+    shown, note, failure = _screenshot(args, result, "action's reply")
+    if args.json:
+        print_json(shown)
+    else:
+        print(render.action(result, note))
+    if failure is not None:
+        print(f"deskhandctl: {failure}", file=sys.stderr)
+    if result.get("kind") == "action" and result.get("ok") is False:
+        return DAEMON_ERROR
+    return OK if failure is None else SCREENSHOT_NOT_SAVED
+
+
+def _screenshot(
+    args: Args, result: dict[str, Any], what: str
+) -> tuple[dict[str, Any], str | None, str | None]:
+    """Save the reply's screenshot where ``--screenshot`` says, if it does.
+
+    Returns the result as ``--json`` shows it (``screenshot`` is the saved path or null, never
+    the base64 bytes; ``screenshot_error`` when FILE was asked for and not written), the human
+    ``screenshot:`` note (None when there is nothing to say), and the error for stderr.
+    """
+    path = args.params.get("screenshot")
+    data = result.get("screenshot")
+    shown = dict(result)
+    if "screenshot" in shown or isinstance(path, str):
+        shown["screenshot"] = None
+    if not isinstance(path, str):
+        return shown, None, None
+    if not (isinstance(data, str) and data):
+        failure = (
+            f"the {what} came without a screenshot, so {path} was not written; "
+            "`deskhandctl doctor` checks screenshot capture"
+        )
+        shown["screenshot_error"] = failure
+        return shown, f"none came with this {what} (see the error below)", failure
+    try:
+        size = save_screenshot(path, data)
+    except (OSError, ValueError) as exc:
+        failure = f"the screenshot was not saved to {path}: {_why(exc)}"
+        shown["screenshot_error"] = failure
+        return shown, "not saved (see the error below)", failure
+    shown["screenshot"] = path
+    mime = result.get("screenshot_mime") or "unknown type"
+    return shown, f"saved to {path} ({mime}, {size} bytes)", None
+
+
+def save_screenshot(path: str, data: str) -> int:
+    """Write base64 ``data`` decoded to ``path``, owner-only (0600) and atomically; return the
+    byte count.
+
+    The bytes go to a new temporary file beside ``path`` (created 0600, written, flushed to
+    disk) that is then renamed over ``path``, so a reader finds the old file or the whole new
+    one, never a part. A symbolic link at ``path`` is refused (``ELOOP``), never replaced or
+    written through. ValueError when ``data`` is not base64, OSError from the system. Standard
+    library only: ``deskhand_d.privatefile`` (the daemon's owner-only files) brings a lock file
+    and modules this command's start-up does without.
     """
     import binascii
+    import errno
     import os
+    import stat
 
     try:
         raw = binascii.a2b_base64(data, strict_mode=True)
     except binascii.Error as exc:
         raise ValueError(f"the daemon sent a screenshot that is not base64 ({exc})") from None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(path, flags, 0o600)
     try:
-        os.fchmod(fd, 0o600)
-        view = memoryview(raw)
-        while view:
-            view = view[os.write(fd, view) :]
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP), path)
+    except FileNotFoundError:
+        pass
+    directory = os.path.dirname(path) or "."
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{os.urandom(8).hex()}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, 0o600)
+    renamed = False
+    try:
+        try:
+            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+        renamed = True
+    finally:
+        if not renamed:
+            try:
+                os.unlink(temp)
+            except OSError:
+                pass
+    _fsync_dir(directory)
+    return len(raw)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make the rename durable; best effort (some file systems refuse fsync on a directory)."""
+    import os
+
+    try:
+        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
     finally:
         os.close(fd)
-    return len(raw)
 
 
 def _why(exc: Exception) -> str:

@@ -21,9 +21,10 @@ code  exception                   meaning
                                   progress. Observe the app again before acting
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
                                   not allowed, or did not bring one up
-73    (none)                      ``observe --screenshot FILE`` did not write FILE: no
-                                  screenshot came, or it could not be written (the
-                                  observation itself succeeded and was printed)
+73    (none)                      ``--screenshot FILE`` (``observe`` or an action) did not
+                                  write FILE: no screenshot came with the reply, or it
+                                  could not be written (the observation or the action
+                                  itself succeeded and was printed, with its delivery)
 75    :class:`TimedOut`           the daemon did not answer within ``--timeout``; also
                                   :class:`DaemonBusy`: it refused the connection (HTTP 503)
                                   because too many clients are connected

@@ -287,7 +287,8 @@ def _click_target(params: dict[str, object]) -> str | None:
 
 
 def _target(*extra: Param) -> tuple[Param, ...]:
-    """``--app`` and ``--state``, the action's own params, then ``--handoff``."""
+    """``--app`` and ``--state``, the action's own params, then ``--handoff`` and
+    ``--screenshot``."""
     return (
         Param("--app", "app", "the app, as observed", metavar="APP", required=True),
         Param(
@@ -300,6 +301,7 @@ def _target(*extra: Param) -> tuple[Param, ...]:
             "in jev mode: the token of Jev's planner handoff for this app",
             metavar="TOKEN",
         ),
+        Param("--screenshot", "screenshot", _ACTION_SHOT, metavar="FILE", local=True),
     )
 
 
@@ -315,6 +317,7 @@ def _point_param(flag: str, dest: str, help_text: str) -> Param:
 
 
 _SHOT = "save the screenshot to this file (mode 0600)"
+_ACTION_SHOT = "save the screenshot that comes with the action's reply to this file (mode 0600)"
 _BUTTONS = ("left", "right", "middle")
 _WAYS = ("up", "down", "left", "right")
 _SELECTIONS = ("text", "cursor_before", "cursor_after")

@@ -201,9 +201,12 @@ def observation(result: dict[str, Any], screenshot_note: str | None) -> str:
     return "\n".join(lines)
 
 
-def action(result: dict[str, Any]) -> str:
-    """An ``action`` result: the backend's text, how it was delivered, the new state id."""
+def action(result: dict[str, Any], screenshot_note: str | None = None) -> str:
+    """An ``action`` result: the backend's text, what became of the screenshot (only when
+    ``--screenshot`` asked for it), how it was delivered, the new state id."""
     lines = [printable(str(result.get("text", ""))).rstrip("\n")]
+    if screenshot_note:
+        lines.append(f"screenshot: {screenshot_note}")
     lines.append(result_delivery(result))
     if result.get("approval_reason"):
         lines.append(f"approval: {printable(str(result['approval_reason']))}")

@@ -6,11 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
+from dhtest.clidaemon import sim_desk
 from dhtest.daemon import DaemonProc, daemon_env
 from fake_daemon import WsStart, fake_daemon, standard
+
+__all__ = ["sim_desk"]  # the fixture, used by name
 
 # Run a command in-process, then report every module it loaded (on stderr, after its output).
 _PROBE = """
@@ -93,6 +97,25 @@ async def test_desktop_commands_stay_light(
             lambda: loaded_modules("--socket", path, *argv, env=env)
         )
     assert code == 0
+    assert "deskhandctl.commands" in modules
+    assert roots(modules) & FORBIDDEN == set()
+    assert "argparse" not in modules and "pathlib" not in modules
+
+
+@pytest.mark.slow
+def test_an_action_saving_its_screenshot_stays_light(sim_desk: Any, tmp_path: Path) -> None:
+    """A click with --screenshot against a real daemon on the simulator (its reply carries a
+    picture): the file is written without any of the forbidden modules or pathlib."""
+    d = sim_desk()
+    state = d.observe("Calculator")
+    shot = tmp_path / "after.jpg"
+    code, modules = loaded_modules(
+        *d.argv("click", "--app", "Calculator", "--state", state, "--index", "9"),
+        "--screenshot",
+        str(shot),
+        env=d.env,
+    )
+    assert code == 0 and shot.stat().st_size > 0
     assert "deskhandctl.commands" in modules
     assert roots(modules) & FORBIDDEN == set()
     assert "argparse" not in modules and "pathlib" not in modules
