@@ -10,9 +10,12 @@ from deskhand_d.backends.atspi.x11keys import (
     Keymap,
     KeymapError,
     chunks_by_spares,
+    key_ids,
     keysym_for_char,
     keysym_from_name,
     parse_key_spec,
+    rebind,
+    runs,
 )
 
 # Keysym values from the X11 protocol's keysym tables.
@@ -252,6 +255,46 @@ def test_chunks_by_spares_limits_missing_keysyms_per_chunk() -> None:
     assert list(chunks_by_spares([a, a], keymap, 1)) == [[a, a]]
     assert list(chunks_by_spares([], keymap, 1)) == []
     assert list(chunks_by_spares([x, y], keymap, 1)) == [[x], [y]]
+
+
+def test_rebind_keeps_what_is_needed_and_takes_free_spares_first() -> None:
+    """A keysym already on a spare keycode stays there; a new one takes a free spare before
+    a keycode whose keysym is no longer needed (whose meaning would change)."""
+    x, y, z = 0x1000001, 0x1000002, 0x1000003
+    assert rebind({}, [15, 9], [x, y, x]) == {15: x, 9: y}
+    assert rebind({15: x}, [15, 9], [x, y]) == {9: y}
+    assert rebind({15: x, 9: y}, [15, 9], [y, z]) == {15: z}
+    assert rebind({15: x}, [15, 9], [x]) == {}
+    with pytest.raises(KeymapError, match="2 free keycodes but 3 keys need one"):
+        rebind({}, [15, 9], [x, y, z])
+
+
+def test_key_ids_name_the_key_pressed() -> None:
+    """Keysyms on one keycode are one key, Shift or not ('a' and 'A'); a keysym is found where
+    the keymap puts it ('!' unshifted on 14 before shifted on 11); a foreign keysym is a key
+    of its own."""
+    keymap = Keymap(8, ROWS)
+    euro = 0x10020AC
+    keysyms = [ord("a"), ord("A"), ord("1"), ord("!"), euro]
+    assert key_ids(keysyms, keymap) == [8, 8, 11, 14, -euro]
+
+
+@pytest.mark.parametrize(
+    ("keys", "limit", "distinct", "expected"),
+    [
+        ([1, 2, 3, 1], 64, True, [(0, 3), (3, 4)]),  # "12+1": the second 1 waits
+        ([1, 2, 3, 1], 64, False, [(0, 4)]),
+        ([1, 1, 1], 64, True, [(0, 1), (1, 2), (2, 3)]),
+        ([1, 2, 3, 4, 5], 2, False, [(0, 2), (2, 4), (4, 5)]),
+        ([1, 2, 1, 2], 3, True, [(0, 2), (2, 4)]),
+        ([], 64, True, []),
+    ],
+)
+def test_runs_cut_by_length_and_repeated_keys(
+    keys: list[int], limit: int, distinct: bool, expected: list[tuple[int, int]]
+) -> None:
+    """Runs are at most `limit` long and, when distinct, never hold a key twice."""
+    assert list(runs(keys, limit, distinct=distinct)) == expected
 
 
 def test_pointer_and_wheel_button_names() -> None:

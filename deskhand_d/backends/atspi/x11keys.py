@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 NO_SYMBOL = 0
@@ -305,6 +305,61 @@ def chunks_by_spares(keysyms: Sequence[int], keymap: Keymap, capacity: int) -> I
         chunk.append(keysym)
     if chunk:
         yield chunk
+
+
+def rebind(
+    bound: Mapping[int, int], spares: Sequence[int], needed: Iterable[int]
+) -> dict[int, int]:
+    """The changes (keycode -> keysym) that put every ``needed`` keysym on a spare keycode.
+
+    ``bound`` maps the spare keycodes bound now to their keysyms. A needed keysym already bound
+    stays where it is; the others take unbound spares first (in ``spares`` order), then the
+    keycodes of bound keysyms that are not needed. A keycode in the result that is also in
+    ``bound`` changes its meaning, so the app must have read the keys typed with it first.
+
+    Raises:
+        KeymapError: More keysyms are needed than there are spare keycodes.
+    """
+    wanted = list(dict.fromkeys(needed))
+    placed = {keysym for keysym in bound.values() if keysym in wanted}
+    free = [code for code in spares if code not in bound]
+    free += [code for code in spares if code in bound and bound[code] not in wanted]
+    missing = [keysym for keysym in wanted if keysym not in placed]
+    if len(missing) > len(free):
+        raise KeymapError(
+            f"the keymap has {len(spares)} free keycodes but {len(wanted)} keys need one; "
+            "type the text in smaller pieces"
+        )
+    return dict(zip(free, missing, strict=False))
+
+
+def key_ids(keysyms: Sequence[int], keymap: Keymap) -> list[int]:
+    """For each keysym, which key a person would press for it: its keycode when the keymap has
+    it (so ``a`` and ``A``, or ``1`` and ``!``, are one key), else the negated keysym (a
+    character the keymap lacks gets a spare keycode of its own while it is typed)."""
+    ids = []
+    for keysym in keysyms:
+        location = keymap.locate(keysym)
+        ids.append(location.keycode if location is not None else -keysym)
+    return ids
+
+
+def runs(keys: Sequence[int], limit: int, *, distinct: bool) -> Iterator[tuple[int, int]]:
+    """Cut ``keys`` into consecutive runs of at most ``limit``, as ``(start, stop)`` slices.
+
+    With ``distinct``, a run also ends before a key it already holds, so no key is pressed
+    twice within one run: the run after it can then wait until the app is ready for that key
+    again.
+    """
+    start = 0
+    seen: set[int] = set()
+    for at, key in enumerate(keys):
+        if at - start >= limit or (distinct and key in seen):
+            yield start, at
+            start, seen = at, set()
+        seen.add(key)
+    if start < len(keys):
+        yield start, len(keys)
 
 
 _BUTTONS = {"left": 1, "middle": 2, "right": 3}
