@@ -3,7 +3,10 @@
 The window lives on its own Xlib connection, like any app would. A reader thread handles
 its events as they arrive and translates key presses with the keymap *at that moment*
 (refreshed on every MappingNotify, as real clients do), so text typed through temporarily
-bound keycodes can be reconstructed exactly.
+bound keycodes can be reconstructed exactly. A peer made with ``answer_pings`` lists
+``_NET_WM_PING`` in its ``WM_PROTOCOLS`` and answers pings in event order, as GTK and Qt do;
+one made with ``read_delay`` reads each key event only that many seconds after the one before,
+like an app busy drawing, so keys typed faster pile up unread.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from Xlib import X, display
+from Xlib import X, Xatom, display
+from Xlib.protocol import event
 
 SCREEN = (1280, 900)
 
@@ -121,13 +125,26 @@ class Event:
     root_y: int
     state: int
     keysym: int = 0
+    time: int = 0  # the X server's timestamp, in milliseconds
 
 
 class PeerWindow:
     """A mapped, focused window at a known place, recording input events."""
 
-    def __init__(self, name: str, x: int, y: int, width: int, height: int) -> None:
+    def __init__(
+        self,
+        name: str,
+        x: int,
+        y: int,
+        width: int,
+        height: int,
+        *,
+        answer_pings: bool = False,
+        read_delay: float = 0.0,
+    ) -> None:
         self.d = display.Display(name)
+        self.read_delay = read_delay
+        self.pings = 0  # pings answered
         self.x, self.y, self.width, self.height = x, y, width, height
         screen = self.d.screen()
         self.window = screen.root.create_window(
@@ -152,6 +169,10 @@ class PeerWindow:
                 | X.ExposureMask
             ),
         )
+        self._protocols = self.d.intern_atom("WM_PROTOCOLS")
+        self._ping = self.d.intern_atom("_NET_WM_PING")
+        if answer_pings:
+            self.window.change_property(self._protocols, Xatom.ATOM, 32, [self._ping])
         self.window.map()
         self._wait_for(X.Expose)
         self.window.set_input_focus(X.RevertToParent, X.CurrentTime)
@@ -198,6 +219,9 @@ class PeerWindow:
                 select.select([d], [], [], 0.02)
                 continue
             e = d.next_event()
+            if e.type == X.ClientMessage and e.client_type == self._protocols:
+                self._answer(e)
+                continue
             if e.type == X.MappingNotify:
                 # python-xlib re-reads the changed keycodes right now, like XRefreshKeyboardMapping.
                 d.refresh_keyboard_mapping(e)
@@ -212,6 +236,7 @@ class PeerWindow:
                 continue
             keysym = 0
             if e.type in (X.KeyPress, X.KeyRelease):
+                time.sleep(self.read_delay)
                 # Like XLookupString: the shifted level when Shift is down and it has a
                 # keysym, else the plain one (Shift_L itself has no shifted level).
                 shifted = d.keycode_to_keysym(e.detail, 1) if e.state & X.ShiftMask else 0
@@ -219,9 +244,31 @@ class PeerWindow:
             with self._lock:
                 self.events.append(
                     Event(
-                        e.type, e.detail, e.event_x, e.event_y, e.root_x, e.root_y, e.state, keysym
+                        e.type,
+                        e.detail,
+                        e.event_x,
+                        e.event_y,
+                        e.root_x,
+                        e.root_y,
+                        e.state,
+                        keysym,
+                        int(e.time),
                     )
                 )
+
+    def _answer(self, message: event.ClientMessage) -> None:
+        """Send a ping back to the root window, as EWMH asks (the ping's data unchanged)."""
+        _, values = message.data
+        if values[0] != self._ping:
+            return
+        root = self.d.screen().root
+        reply = event.ClientMessage(
+            window=root, client_type=self._protocols, data=(32, list(values))
+        )
+        mask = X.SubstructureNotifyMask | X.SubstructureRedirectMask
+        root.send_event(reply, event_mask=mask)
+        self.d.flush()
+        self.pings += 1
 
     def wait(self, done: Callable[[list[Event]], bool], timeout: float = 3.0) -> list[Event]:
         """Wait until ``done(events)`` holds; return a copy of the events either way."""

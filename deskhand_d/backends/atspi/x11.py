@@ -13,10 +13,22 @@ Theory of operation:
   generated the events; errors the server reports for earlier requests surface as
   :class:`X11Error` then rather than being printed by python-xlib later.
 * A keysym missing from the keymap (``€``, ``ñ`` on a US layout) is bound for a moment to a
-  spare keycode, typed, and unbound again. Clients read the changed keymap lazily, when
-  they handle the first key event after the change, so the unbinding waits
-  ``restore_delay`` seconds after the last key to give them time; otherwise a slow app
-  could look the key up after the restore and see nothing.
+  spare keycode, typed, and unbound again. An app looks a key event up in the keymap as it
+  stands when the app *reads* the event, not when the event was sent, so a keycode must not
+  change its meaning while keys typed with it are still unread: the app would see the new
+  character, or none, in their place. Typed text therefore binds every character of a piece
+  (as many distinct characters as there are spare keycodes) to a keycode of its own, and
+  before a keycode is bound again, or given back, it waits until the app has read the keys
+  typed so far: it asks the app with a ``_NET_WM_PING`` and waits for the answer
+  (:class:`~.x11guard.Echo`); an app that does not answer pings gets ``restore_delay``
+  seconds instead.
+* How fast text is typed depends on where it goes (``into_field``). Into an editable text
+  (a text view, an entry) keys go as fast as they can be sent, in batches of up to
+  ``_BATCH_KEYS`` characters: such a field inserts every key it reads. Anywhere else a key
+  may be a command, and apps made for people may ignore a key pressed again too soon after
+  itself (galculator shows a pressed button for 100 ms and ignores its key meanwhile, so
+  ``12+1`` typed quickly lost its second ``1``); there the same key is pressed again only
+  ``REPEAT_GAP_S`` after the app read its previous press, and other keys are not held back.
 * Coordinates are root-window pixels: the same space as the screenshots.
 * With a :class:`~.x11guard.Guard`, every batch of input is checked and sent under a server
   grab and only if it would reach the guarded process (see :mod:`.x11guard`); otherwise
@@ -29,7 +41,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Self
 
@@ -40,6 +52,7 @@ from Xlib.ext import xtest
 
 from deskhand_d.backends.atspi import model, png, x11focus, xlibquirks
 from deskhand_d.backends.atspi.x11guard import (
+    Echo,
     Guard,
     Progress,
     Targets,
@@ -48,12 +61,16 @@ from deskhand_d.backends.atspi.x11guard import (
     ungrab_after_release,
 )
 from deskhand_d.backends.atspi.x11keys import (
+    NO_SYMBOL,
     Keymap,
     KeymapError,
     chunks_by_spares,
+    key_ids,
     keysym_for_char,
     parse_key_spec,
     pointer_button,
+    rebind,
+    runs,
     wheel_button,
 )
 
@@ -61,12 +78,18 @@ from deskhand_d.backends.atspi.x11keys import (
 # a window without skipping past content the caller has not seen yet.
 CLICKS_PER_PAGE = 5
 _DRAG_STEPS = 10
-# Typed characters are spaced this far apart: apps read keys asynchronously, and some drop
-# keys that come faster than they redraw (galculator loses "+1" typed right after "12" at
-# 25 ms apart; at 35 ms it keeps them all). A long text is typed faster so that it stays
-# within TYPE_BUDGET_S, under the backend's 30 s per-call limit.
-TYPE_PACE_S = 0.04
+# Typing outside an editable text presses a key again no sooner than this after the app read
+# its previous press (see the module docstring); a long text shortens the gap so that it
+# stays within TYPE_BUDGET_S, under the backend's 30 s per-call limit.
+REPEAT_GAP_S = 0.15
 TYPE_BUDGET_S = 20.0
+# Characters sent under one server grab and one input-target check.
+_BATCH_KEYS = 64
+# How long to wait for an app to answer a ping: ECHO_WAIT_S, plus ECHO_PER_KEY_S for every key
+# sent since its last answer (it may still be handling them), at most ECHO_MAX_S.
+ECHO_WAIT_S = 0.5
+ECHO_PER_KEY_S = 0.01
+ECHO_MAX_S = 5.0
 # GetImage replies are fetched in bands of about this many bytes: python-xlib grows its
 # receive buffer by copying, which turns quadratic on one huge reply.
 _BAND_BYTES = 1 << 20
@@ -111,7 +134,8 @@ def _pixel_format(conn: Any, screen: Any) -> png.PixelFormat | str:
 class X11:
     """One connection to an X display, with screenshot and XTEST input methods."""
 
-    #: Seconds a temporary key binding stays after the last key that used it.
+    #: Seconds a temporary key binding stays after the last key that used it, for an app that
+    #: does not answer pings.
     restore_delay = 0.1
 
     def __init__(self, conn: Any, name: str) -> None:
@@ -353,7 +377,7 @@ class X11:
         """
         chord = parse_key_spec(spec)
         progress = Progress(1, "keys")
-        with self._session(), self._bound([*chord.held, chord.key]) as keymap:
+        with self._session(), self._bound([*chord.held, chord.key], guard) as keymap:
             held: list[int] = []
             for keysym in chord.held:
                 held += [c for c in keymap.codes_for(keysym) if c not in held]
@@ -364,26 +388,62 @@ class X11:
                 for keycode in reversed(held):
                     self._fake(X.KeyRelease, keycode)
 
-    def type_text(self, text: str, guard: Guard | None = None) -> None:
+    def type_text(self, text: str, guard: Guard | None = None, *, into_field: bool = False) -> None:
         """Type ``text`` as key presses; any Unicode, newlines as Return, tabs as Tab.
+
+        ``into_field``: the keys go into an editable text, which takes them as fast as they
+        come; otherwise a key is pressed again only ``REPEAT_GAP_S`` after the app read its
+        previous press (see the module docstring).
 
         Raises:
             ValueError: The text holds a control character other than newline or tab.
+            InputStopped: ``guard`` is set and a batch would reach another process; ``done``
+                counts the characters sent before it.
         """
         keysyms = [keysym_for_char(c) for c in text.replace("\r\n", "\n")]
-        pace = min(TYPE_PACE_S, TYPE_BUDGET_S / max(1, len(keysyms)))
         progress = Progress(len(keysyms), "characters")
         with self._session():
             keymap = self._current_keymap()
-            capacity = max(1, len(keymap.spare_keycodes()))
-            for chunk in chunks_by_spares(keysyms, keymap, capacity):
-                with self._bound(chunk) as chunk_keymap:
-                    for keysym in chunk:
-                        with self._batch(guard, progress, None, "the typed text"):
-                            self._tap(chunk_keymap.codes_for(keysym), [])
-                        self._conn.sync()  # delivered now, then the app gets its moment
-                        if progress.done < progress.total:  # after the last, settling waits
-                            time.sleep(pace)
+            spares = keymap.spare_keycodes()
+            keys = key_ids(keysyms, keymap)
+            gap = 0.0
+            if not into_field:
+                steps = sum(1 for _ in runs(keys, _BATCH_KEYS, distinct=True)) - 1
+                gap = min(REPEAT_GAP_S, TYPE_BUDGET_S / max(1, steps))
+            reader = _Reader(self, guard)
+            current = keymap
+            bound: dict[int, int] = {}  # spare keycode -> the keysym it types now
+            again: dict[int, float] = {}  # key -> when it may be pressed again
+            start = 0
+            try:
+                for chunk in chunks_by_spares(keysyms, keymap, max(1, len(spares))):
+                    foreign = (k for k in chunk if keymap.locate(k) is None)
+                    changes = rebind(bound, spares, foreign)
+                    if any(code in bound for code in changes):
+                        reader.wait()  # every key typed with those keycodes has been read
+                    if changes:
+                        current = self._rebind(keymap, changes)
+                        bound.update(changes)
+                    piece = keys[start : start + len(chunk)]
+                    for a, b in runs(piece, _BATCH_KEYS, distinct=not into_field):
+                        batch = range(start + a, start + b)
+                        if gap:
+                            ready = max(again.get(keys[i], 0.0) for i in batch)
+                            time.sleep(max(0.0, ready - time.monotonic()))
+                        with self._batch(guard, progress, None, "the typed text", count=b - a):
+                            for i in batch:
+                                self._tap(current.codes_for(keysyms[i]), [])
+                        reader.sent(b - a)
+                        if gap:
+                            read = reader.wait(settle=False)
+                            again.update((keys[i], read + gap) for i in batch)
+                    start += len(chunk)
+            finally:
+                # Typing ends once the app has read its keys (so the reply can show them all),
+                # and only then are the borrowed keycodes given back.
+                reader.wait(settle=bool(bound))
+                if bound:
+                    self._rebind(keymap, dict.fromkeys(bound, NO_SYMBOL))
 
     @contextmanager
     def _batch(
@@ -394,8 +454,10 @@ class X11:
         what: str,
         *,
         grab: int = 0,
+        count: int = 1,
     ) -> Iterator[int]:
-        """One batch of input: checked and sent under a server grab when guarded.
+        """One batch of input, ``count`` units of ``progress``: checked and sent under a
+        server grab when guarded, so that it is sent whole or not at all.
 
         Yields the window the input goes to (0 when unguarded). ``point``: pointer input
         there; None: keys (or, with ``grab``, pointer input held by the window that took the
@@ -403,7 +465,7 @@ class X11:
         """
         if guard is None:
             yield 0
-            progress.done += 1
+            progress.done += count
             return
         if guard.stop.is_set():
             raise progress.stopped("cancelled", "the call was cancelled")
@@ -428,7 +490,7 @@ class X11:
                 # table, so its windows can vanish first: then it has quit.
                 refusal = ("target_gone", f"the app (pid {guard.pid}) has quit")
             raise progress.stopped(*refusal)
-        progress.done += 1
+        progress.done += count
 
     def _release_privately(self, buttons: Sequence[int] = (), keys: Sequence[int] = ()) -> None:
         """Release what is still down while our client holds the pointer and keyboard, so
@@ -522,33 +584,40 @@ class X11:
         return Keymap(first, [list(row) for row in rows], (c for c in modifiers if c))
 
     @contextmanager
-    def _bound(self, keysyms: Sequence[int]) -> Iterator[Keymap]:
+    def _bound(self, keysyms: Sequence[int], guard: Guard | None) -> Iterator[Keymap]:
         """Bind keysyms the keymap lacks to spare keycodes while the block runs.
 
-        Yields the keymap with the temporary bindings in it. On the way out, after
-        ``restore_delay`` (see the module docstring), the borrowed keycodes are emptied again.
+        Yields the keymap with the temporary bindings in it. On the way out, once the app has
+        read the keys (see the module docstring), the borrowed keycodes are emptied again.
         """
         keymap = self._current_keymap()
-        missing = list(dict.fromkeys(k for k in keysyms if keymap.locate(k) is None))
+        missing = [k for k in keysyms if keymap.locate(k) is None]
         if not missing:
             yield keymap
             return
-        spares = keymap.spare_keycodes()
-        if len(spares) < len(missing):
-            raise X11Error(
-                f"X display {self.name!r} has {len(spares)} free keycodes but "
-                f"{len(missing)} keys need one; type the text in smaller pieces"
-            )
-        borrowed = dict(zip(spares, missing, strict=False))
+        reader = _Reader(self, guard)
+        borrowed = rebind({}, keymap.spare_keycodes(), missing)
         try:
-            for keycode, keysym in borrowed.items():
-                self._conn.change_keyboard_mapping(keycode, [keymap.temporary_row(keysym)])
-            yield self._current_keymap()
-            self._conn.sync()
-            time.sleep(self.restore_delay)
+            yield self._rebind(keymap, borrowed)
+            reader.sent(1)
         finally:
-            for keycode in borrowed:
-                self._conn.change_keyboard_mapping(keycode, [keymap.empty_row()])
+            reader.wait()
+            self._rebind(keymap, dict.fromkeys(borrowed, NO_SYMBOL))
+
+    def _rebind(self, keymap: Keymap, changes: Mapping[int, int]) -> Keymap:
+        """Bind each keycode of ``changes`` to its keysym (``NO_SYMBOL``: to nothing), in one
+        request per run of adjacent keycodes; returns the keymap as it is then."""
+        codes = sorted(changes)
+        while codes:
+            first = last = codes.pop(0)
+            while codes and codes[0] == last + 1:
+                last = codes.pop(0)
+            rows = [
+                keymap.temporary_row(changes[code]) if changes[code] else keymap.empty_row()
+                for code in range(first, last + 1)
+            ]
+            self._conn.change_keyboard_mapping(first, rows)
+        return self._current_keymap()
 
     def _tap(self, codes: Sequence[int], held: Sequence[int]) -> None:
         """Press ``codes`` in order (Shift, then the key) and release them in reverse."""
@@ -557,3 +626,39 @@ class X11:
             self._fake(X.KeyPress, code)
         for code in reversed(down):
             self._fake(X.KeyRelease, code)
+
+
+class _Reader:
+    """Knows when the app has read the keys sent to it: through its :class:`~.x11guard.Echo`
+    when it answers pings, else by waiting ``restore_delay`` seconds. Under the X11 lock."""
+
+    def __init__(self, x11: X11, guard: Guard | None) -> None:
+        targets = x11._targets
+        pid = guard.pid if guard is not None else None
+        self._echo = Echo.find(targets, targets.key_window(), pid)
+        self._conn = x11._conn
+        self._delay = x11.restore_delay
+        self._stop = guard.stop if guard is not None else None
+        self._unread = 0
+
+    def sent(self, keys: int) -> None:
+        """``keys`` more keys went out."""
+        self._unread += keys
+
+    def wait(self, *, settle: bool = True) -> float:
+        """Wait until the app has read every key sent so far; returns the time it had.
+
+        Without an echo that time is unknown: ``settle`` waits ``restore_delay`` seconds
+        after the last key instead, without it this returns at once.
+        """
+        if not self._unread:
+            return time.monotonic()
+        if self._echo is not None:
+            timeout = min(ECHO_MAX_S, ECHO_WAIT_S + ECHO_PER_KEY_S * self._unread)
+            self._echo.wait(timeout, self._stop)
+            self._unread = 0
+        elif settle:
+            self._conn.sync()
+            time.sleep(self._delay)
+            self._unread = 0
+        return time.monotonic()

@@ -29,6 +29,7 @@ would have received it; ``target_gone``: the allowed process is gone; ``cancelle
 from __future__ import annotations
 
 import os
+import select
 import threading
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from typing import Any, Literal
 
 from Xlib import X, Xatom
 from Xlib import error as xerror
+from Xlib.protocol import event
 
 StopReason = Literal["target_changed", "target_gone", "cancelled"]
 
@@ -105,19 +107,19 @@ class Targets:
     """Asks one python-xlib connection where input would go. Called under the X11 lock."""
 
     def __init__(self, conn: Any, root: Any) -> None:
-        self._conn = conn
-        self._root = root
+        self.conn = conn
+        self.root = root
         self._xres = bool(conn.has_extension("X-Resource"))
 
     def owner(self, window: Any) -> int | None:
         """The pid of the process that created ``window``, or None when nobody can tell."""
         wid = _wid(window)
-        if wid in (X.NONE, X.PointerRoot, self._root.id):
+        if wid in (X.NONE, X.PointerRoot, self.root.id):
             return None
         if self._xres:
             from Xlib.ext import res
 
-            reply = self._conn.res_query_client_ids(
+            reply = self.conn.res_query_client_ids(
                 [{"client": wid, "mask": res.LocalClientPIDMask}]
             )
             for value in reply.ids:
@@ -129,14 +131,14 @@ class Targets:
     def _wm_pid(self, wid: int) -> int | None:
         """``_NET_WM_PID`` of the top-level window holding ``wid`` (or of a window manager
         frame's client)."""
-        atom = int(self._conn.intern_atom("_NET_WM_PID"))
-        window = self._conn.create_resource_object("window", wid)
+        atom = int(self.conn.intern_atom("_NET_WM_PID"))
+        window = self.conn.create_resource_object("window", wid)
         while True:
             prop = window.get_full_property(atom, Xatom.CARDINAL)
             if prop is not None and prop.value:
                 return int(prop.value[0])
             tree = window.query_tree()
-            if tree.parent == X.NONE or _wid(tree.parent) == self._root.id:
+            if tree.parent == X.NONE or _wid(tree.parent) == self.root.id:
                 for child in reversed(tree.children):  # a frame: its client is inside
                     prop = child.get_full_property(atom, Xatom.CARDINAL)
                     if prop is not None and prop.value:
@@ -147,20 +149,20 @@ class Targets:
     def window_at(self, x: int, y: int) -> int:
         """The deepest mapped window containing root point ``(x, y)`` (0: only the root)."""
         found = 0
-        child = self._root.translate_coords(self._root, x, y).child
+        child = self.root.translate_coords(self.root, x, y).child
         while child and _wid(child) != X.NONE:
             found = _wid(child)
-            child = child.translate_coords(self._root, x, y).child
+            child = child.translate_coords(self.root, x, y).child
         return found
 
     def chain_at(self, x: int, y: int) -> list[int]:
         """The mapped windows containing root point ``(x, y)``, top-level first, each the
         top-most child of the one before it (the last is :meth:`window_at`'s)."""
         found: list[int] = []
-        child = self._root.translate_coords(self._root, x, y).child
+        child = self.root.translate_coords(self.root, x, y).child
         while child and _wid(child) != X.NONE:
             found.append(_wid(child))
-            child = child.translate_coords(self._root, x, y).child
+            child = child.translate_coords(self.root, x, y).child
         return found
 
     def windows_of(
@@ -170,9 +172,9 @@ class Targets:
         window of ``pid`` (by its ``_NET_WM_PID``; under a window manager, the client inside
         a frame) at least ``size`` large, and less than twice as large each way (a toolkit's
         invisible border is a few pixels)."""
-        atom = int(self._conn.intern_atom("_NET_WM_PID"))
+        atom = int(self.conn.intern_atom("_NET_WM_PID"))
         found: list[tuple[int, tuple[int, int, int, int]]] = []
-        for top in self._root.query_tree().children:
+        for top in self.root.query_tree().children:
             if top.get_attributes().map_state != X.IsViewable:
                 continue
             for window in (top, *top.query_tree().children):
@@ -182,7 +184,7 @@ class Targets:
                 geometry = window.get_geometry()
                 w, h = int(geometry.width), int(geometry.height)
                 if size[0] <= w < 2 * size[0] and size[1] <= h < 2 * size[1]:
-                    at = self._root.translate_coords(window, 0, 0)
+                    at = self.root.translate_coords(window, 0, 0)
                     found.append((_wid(window), (int(at.x), int(at.y), w, h)))
                 break  # a frame holds one client
         return found
@@ -192,21 +194,21 @@ class Targets:
         then X sends pointer events to that client wherever the pointer is. Asked by trying
         to grab the pointer ourselves and letting it go at once (call it under the server
         grab, so that no other client can grab in between)."""
-        status = self._root.grab_pointer(
+        status = self.root.grab_pointer(
             False, 0, X.GrabModeAsync, X.GrabModeAsync, X.NONE, X.NONE, X.CurrentTime
         )
         if status != X.GrabSuccess:
             return True
-        self._conn.ungrab_pointer(X.CurrentTime)
+        self.conn.ungrab_pointer(X.CurrentTime)
         return False
 
     def key_window(self) -> int:
         """The window key events would reach now (0: none)."""
-        focus = _wid(self._conn.get_input_focus().focus)
+        focus = _wid(self.conn.get_input_focus().focus)
         if focus == X.NONE:
             return 0
-        if focus in (X.PointerRoot, self._root.id):
-            pointer = self._root.query_pointer()
+        if focus in (X.PointerRoot, self.root.id):
+            pointer = self.root.query_pointer()
             return self.window_at(pointer.root_x, pointer.root_y)
         return focus
 
@@ -223,6 +225,97 @@ class Targets:
         if owner is None:
             return "target_changed", f"{what} would reach no window of the app (pid {pid})"
         return "target_changed", f"{what} would reach another program's window (pid {owner})"
+
+
+class Echo:
+    """Proof that an app's X client has read the events sent to it so far.
+
+    X delivers events to a client in the order the server generated them, but a round trip
+    of our own says nothing about when the app reads them. So the app is asked: an EWMH
+    ``_NET_WM_PING`` client message is sent to its top-level window, and toolkits that list
+    ``_NET_WM_PING`` in ``WM_PROTOCOLS`` (GTK 3 and 4, Qt, ...) answer it on the root window
+    as they read it from their event queue, that is after every event before it. GTK 3 does
+    so only once it has dispatched those events (it reads the next X event when its own queue
+    is empty); every toolkit has at least looked the keys up in its keymap by then, which is
+    what a borrowed keycode must outlive. Called under the X11 lock.
+    """
+
+    def __init__(self, conn: Any, root: Any, window: Any, pid: int | None) -> None:
+        self._conn = conn
+        self._root = root
+        self._window = window
+        self._pid = pid
+        self._protocols = int(conn.intern_atom("WM_PROTOCOLS"))
+        self._ping = int(conn.intern_atom("_NET_WM_PING"))
+        self._serial = 0
+
+    @classmethod
+    def find(cls, targets: Targets, window: int, pid: int | None) -> Echo | None:
+        """The echo of the client behind ``window`` (a window keys would reach), through its
+        top-level window or the client window inside a window manager's frame; None when
+        that window does not answer pings (or, with ``pid``, belongs to another process)."""
+        conn, root = targets.conn, targets.root
+        if window in (X.NONE, X.PointerRoot, root.id):
+            return None
+        try:
+            top = conn.create_resource_object("window", window)
+            while True:
+                tree = top.query_tree()
+                if tree.parent == X.NONE or _wid(tree.parent) == root.id:
+                    break
+                top = tree.parent
+            protocols = int(conn.intern_atom("WM_PROTOCOLS"))
+            ping = int(conn.intern_atom("_NET_WM_PING"))
+            for candidate in (top, *reversed(top.query_tree().children)):
+                prop = candidate.get_full_property(protocols, Xatom.ATOM)
+                if prop is not None and ping in prop.value:
+                    if pid is not None and targets.owner(candidate) != pid:
+                        return None
+                    return cls(conn, root, candidate, pid)
+        except xerror.XError:  # the window went away while we looked
+            return None
+        return None
+
+    def wait(self, timeout: float, stop: threading.Event | None = None) -> bool:
+        """Ping the app and wait for its answer: True once it came (the app has read every
+        event sent before this call), False after ``timeout`` seconds, when ``stop`` is set,
+        or when the app's process is gone."""
+        self._serial = self._serial % 0xFFFFFFF + 1
+        stamp = self._serial
+        ignore = xerror.CatchError(xerror.BadWindow)
+        self._root.change_attributes(event_mask=X.SubstructureNotifyMask)
+        try:
+            ping = event.ClientMessage(
+                window=self._window,
+                client_type=self._protocols,
+                data=(32, [self._ping, stamp, self._window.id, 0, 0]),
+            )
+            self._window.send_event(ping, event_mask=0, onerror=ignore)
+            self._conn.flush()
+            deadline = time.monotonic() + timeout
+            checked = time.monotonic()
+            while True:
+                while self._conn.pending_events():
+                    answer = self._conn.next_event()
+                    if answer.type == X.ClientMessage and self._is_answer(answer, stamp):
+                        return True
+                now = time.monotonic()
+                if now >= deadline or (stop is not None and stop.is_set()):
+                    return False
+                if self._pid is not None and now - checked > 0.1:
+                    checked = now
+                    if not process_alive(self._pid):
+                        return False
+                select.select([self._conn], [], [], min(deadline - now, 0.01))
+        finally:
+            self._root.change_attributes(event_mask=X.NoEventMask)
+            self._conn.flush()
+
+    def _is_answer(self, message: Any, stamp: int) -> bool:
+        if int(message.client_type) != self._protocols:
+            return False
+        _, values = message.data
+        return len(values) >= 3 and int(values[0]) == self._ping and int(values[1]) == stamp
 
 
 def grab_for_release(conn: Any, root: Any) -> None:
