@@ -79,14 +79,30 @@ class Words:
 
     def cannot_ask(self, app: str, always: bool) -> str:
         """Why nobody was asked for consent to operate ``app`` and how the person can be;
-        ``always``: an "always" answer is possible for this program."""
+        ``always``: an "always" answer is possible for this program.
+
+        The ways that are true (``docs/consent.md``): a question the person answers where they
+        are (a terminal, an interactive client, a ``deskhandctl questions`` console), or, for a
+        program whose identity can be checked, a saved grant the person made by answering
+        "always" to such a question earlier, which later requests need no question for. Adding
+        the app to the allowlist is not one of them: it only decides which apps may be asked
+        about. Every command named here is one ``deskhandctl`` has.
+        """
+        name = shlex.quote(app)
         console = (
             "keep `deskhandctl questions` running in a terminal: questions from clients that "
             "cannot ask wait there for the person's answer"
         )
+        ahead = (
+            "; to allow this exact program from then on, the person answers 'always' once when "
+            f"asked at a terminal (`deskhandctl observe {name}` there asks), and later requests "
+            "need no question"
+            if always
+            else ""
+        )
         allowlist = (
-            f"(`deskhandctl apps add {shlex.quote(app)}` is no way around it: the allowlist only "
-            "decides which apps may be asked about)"
+            f"(`deskhandctl apps add {name}` is no way around it: the allowlist only decides "
+            "which apps may be asked about)"
         )
         if self.vocabulary == "cli":
             answers = "'once' (for this turn)" + (
@@ -102,14 +118,14 @@ class Words:
             return (
                 "it needs the person's consent, and this pi session cannot ask them (it has no "
                 "interactive UI) and no console was open. Use it from an interactive pi "
-                f"session, where Deskhand asks the person, or {console}; then try again "
+                f"session, where Deskhand asks the person, or {console}; then try again{ahead} "
                 f"{allowlist}"
             )
         return (
             "it needs the person's consent, and this client said it cannot answer questions "
             f"and no console was open. The person can answer: {console}; then send the request "
-            "again. Or connect with `can_answer_questions` and answer the `app_consent` "
-            f"question {allowlist}"
+            f"again{ahead}. Or connect with `can_answer_questions` and answer the "
+            f"`app_consent` question {allowlist}"
         )
 
     def act(self) -> str:

@@ -1,0 +1,155 @@
+"""One story about what lets an app through for an agent that cannot ask: the refusal's words,
+docs/mcp.md and docs/consent.md, and what the daemon really does.
+
+Every ``deskhandctl`` command the consent refusal names, and every one docs/mcp.md names, is a
+command of the CLI's grammar; neither ever offers ``apps add`` as a way past consent. Then the
+story itself, against a real daemon on the simulated desktop: a host without forms is refused
+with those words; a host that declines forms on its own is a no for the rest of its session; and
+a saved "always" grant, made beforehand by answering a question at a terminal, lets it through.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deskhandctl.grammar import COMMANDS, PASSTHROUGH
+from deskhandctl.parser import parse_fast
+from dhtest.clidaemon import CliDaemon, sim_desk
+from dhtest.mcpstdio import McpChild
+from terminal import Terminal
+
+from deskhand_d.words import Words
+
+__all__ = ["sim_desk"]
+
+DOCS = Path(__file__).parents[2] / "docs"
+_NAMED = re.compile(r"`(deskhandctl [^`]+)`")
+PLACEHOLDERS = {"APP": "Calculator", "NAME": "Calculator", "HOST": "codex"}
+
+
+def named_commands(text: str) -> list[str]:
+    """Every `deskhandctl ...` command quoted in ``text``."""
+    return _NAMED.findall(text)
+
+
+def is_cli_command(line: str) -> bool:
+    """Whether ``line`` names a command of deskhandctl's grammar (a subcommand where it has
+    them) and, when it gives arguments too, parses as a whole (placeholders such as APP filled
+    in); the passthrough commands (service, mcp) count by their name."""
+    words = [PLACEHOLDERS.get(w, w) for w in shlex.split(line)[1:] if w not in ("…", "...")]
+    if not words or words[0] not in COMMANDS:
+        return False
+    command, used = COMMANDS[words[0]], 1
+    if command.name in PASSTHROUGH:
+        return True
+    if command.subcommands:
+        if len(words) < 2 or words[1] not in command.subcommands:
+            return False
+        used = 2
+    return len(words) == used or parse_fast(words) is not None
+
+
+@pytest.mark.parametrize("vocabulary", ["cli", "pi", "protocol"])
+@pytest.mark.parametrize("always", [True, False])
+def test_the_refusal_names_only_real_commands_and_never_apps_add_as_a_way(
+    vocabulary: Any, always: bool
+) -> None:
+    """The refusal for a client that cannot ask: the console, and (where "always" exists) the
+    terminal question that saves a grant; apps add only as no way around it."""
+    text = Words(vocabulary).cannot_ask("Calculator", always)
+    named = named_commands(text)
+    assert "deskhandctl questions" in named
+    assert all(is_cli_command(c) for c in named), named
+    assert "`deskhandctl apps add Calculator` is no way around it" in text
+    says_always = "'always'" in text
+    assert says_always is always
+    if always and vocabulary != "cli":
+        assert "deskhandctl observe Calculator" in named  # the question that saves a grant
+
+
+def test_the_docs_tell_the_same_story() -> None:
+    """docs/mcp.md names only commands the CLI has, never offers apps add as a way to allow an
+    app, and names the console and the saved "always" grant; docs/consent.md agrees."""
+    mcp = (DOCS / "mcp.md").read_text()
+    consent = (DOCS / "consent.md").read_text()
+    for doc in (mcp, consent):
+        bad = [c for c in named_commands(doc) if not is_cli_command(c)]
+        assert bad == [], bad
+    flat = " ".join(mcp.split())
+    for wrong in ("beforehand with `deskhandctl apps add", "first with `deskhandctl apps add"):
+        assert wrong not in flat
+    for sentence in re.split(r"(?<=[.])\s", flat):
+        if "apps add" in sentence:
+            assert re.search(r"outer limit|no way around|answers no question", sentence), sentence
+    assert "`deskhandctl questions`" in flat
+    assert "run `deskhandctl observe APP` in a terminal and answer `a`" in flat
+    assert "No command makes a grant without a question" in flat
+    flat_consent = " ".join(consent.split())
+    assert "there is no command that writes one" in flat_consent
+    assert "runs `deskhandctl observe APP` in a terminal and answers `a`" in flat_consent
+
+
+def _facade(desk: CliDaemon, *, forms: bool) -> McpChild:
+    argv = [sys.executable, "-m", "deskhandctl", "--socket", str(desk.daemon.socket), "mcp"]
+    host = McpChild(argv, desk.env, accept_elicitations=False, initialize=False)
+    capabilities = {"elicitation": {}} if forms else {}
+    init = {"protocolVersion": "2025-06-18", "capabilities": capabilities}
+    init["clientInfo"] = {"name": "story-host", "version": "1"}
+    assert "result" in host.request("initialize", init)
+    return host
+
+
+@pytest.mark.slow
+def test_a_host_without_forms_is_told_the_true_ways(sim_desk: Any) -> None:
+    """No form, no console: refused at once, and the words name the console and the terminal
+    question that saves a grant, and say that apps add does not help."""
+    desk: CliDaemon = sim_desk(grants=())
+    host = _facade(desk, forms=False)
+    try:
+        result = host.call("get_app_state", app="Calculator")
+    finally:
+        host.close()
+    assert result.is_error
+    error = result.raw["structuredContent"]
+    assert error["code"] == "consent_denied" and error["data"]["reason"] == "no_one_to_ask"
+    assert error["message"] == (
+        "Deskhand may not operate 'Calculator': "
+        + Words().cannot_ask("Calculator", True)
+        + ". Nothing was sent."
+    )
+    assert desk.received("get_app_state") == 0
+
+
+@pytest.mark.slow
+def test_a_saved_always_grant_lets_a_host_that_declines_through(sim_desk: Any) -> None:
+    """A host that declines every form is a no, and stays one for its session; the person
+    answers 'always' to `deskhandctl observe APP` at a terminal, and the same host's next
+    call goes through without a question."""
+    desk: CliDaemon = sim_desk(grants=())
+    host = _facade(desk, forms=True)
+    try:
+        first = host.call("get_app_state", app="Calculator")
+        assert first.raw["structuredContent"]["data"]["reason"] == "declined"
+        again = host.call("get_app_state", app="Calculator")
+        assert again.raw["structuredContent"]["data"]["reason"] == "refused_this_task"
+        terminal = Terminal(*desk.argv("observe", "Calculator"), env=desk.env)
+        try:
+            shown = terminal.read_until(b"(default deny) ").decode()
+            assert "[o]nce / [a]lways / [d]eny" in shown
+            terminal.type(b"a\n")
+            code, _ = terminal.finish()
+        finally:
+            terminal.close()
+        assert code == 0, terminal.seen
+        assert [g["app"] for g in desk.json("grants", "list")["grants"]] == ["Calculator"]
+        through = host.call("get_app_state", app="Calculator")
+    finally:
+        host.close()
+    assert not through.is_error, through.text
+    assert through.raw["structuredContent"]["state_id"]
+    assert desk.received("get_app_state") == 2  # the terminal's observation, then the host's
