@@ -132,6 +132,12 @@ async def click_element(
     click's work) where a click selects it. The open menu lies on top, and a cell answers only
     while it is in view, so the click reaches them (and the input guard checks that it does).
     """
+    if button == "left" and count == 1 and takes_caret(node):
+        if await focus_text(target.bus, node):
+            return False
+        x, y = await element_centre(target, node)  # the toolkit declined: click it instead
+        await _x11(target, "click", x, y, button, count)
+        return False
     primary = roles.primary_action(node.actions)
     by_pointer = gtk3 and node.role in LEAF_MENU_ROLES | CELL_ROLES and button == "left"
     if button == "left" and primary is not None and not by_pointer:
@@ -348,13 +354,42 @@ async def scroll(target: Target, node: Node, direction: str, pages: float) -> No
         raise ToolError(texts.STALE_ELEMENT) from None
 
 
-async def focus_window(bus: Bus, window: Ref) -> None:
-    """Ask the toolkit to give its window the keyboard focus before keys are sent (XTest
-    keys go wherever the X focus is). Best effort: some toolkits decline."""
+async def still_focused(bus: Bus, node: Node) -> bool:
+    """Whether ``node`` reports the keyboard focus right now."""
+    return await ref_focused(bus, node.ref)
+
+
+async def ref_focused(bus: Bus, ref: Ref) -> bool:
+    """Whether the object ``ref`` (of any application) reports the keyboard focus now."""
     try:
-        await bus.call(window, COMPONENT, "GrabFocus", limit=1.0)
-    except (BusError, BusTimeout):
-        pass
+        (state,) = await bus.call(ref, "org.a11y.atspi.Accessible", "GetState", limit=1.0)
+    except BusError:
+        return False
+    return roles.has(roles.states_from_words(state), State.FOCUSED)
+
+
+def takes_caret(node: Node) -> bool:
+    """Editable text, where a click puts the caret (its action, ``activate``, would press
+    Return in it instead)."""
+    return TEXT in node.interfaces and node.has(State.EDITABLE) and COMPONENT in node.interfaces
+
+
+async def focus_text(bus: Bus, node: Node) -> bool:
+    """Give editable text the keyboard focus with the caret after its text, as a click at its
+    end would: ``GrabFocus`` (toolkits then select all of an entry's text, as for a Tab into
+    it), then the caret at the end, which clears that selection, so that typing adds to the
+    text instead of replacing it. False when the toolkit declined the focus."""
+    try:
+        (ok,) = await bus.call(node.ref, COMPONENT, "GrabFocus", limit=1.0)
+        if not ok:
+            return False
+        count = int(await bus.get(node.ref, TEXT, "CharacterCount"))
+        await bus.call(node.ref, TEXT, "SetCaretOffset", "i", (count,))
+    except Gone:
+        raise ToolError(texts.STALE_ELEMENT) from None
+    except (CallFailed, BusTimeout):
+        return False
+    return True
 
 
 async def keys(target: Target, key: str) -> None:

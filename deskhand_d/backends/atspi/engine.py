@@ -32,7 +32,7 @@ import trio
 from .. import surface
 from ..skyserver import texts
 from ..skyserver.tools import Outcome
-from . import actions, apps, gmenu, model, programs, render
+from . import actions, apps, gmenu, model, programs, render, verify
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
@@ -50,7 +50,14 @@ TOOL_TIMEOUT: Final = 30.0
 # received (otherwise the settling follows them: see .settle).
 SETTLE: Final = LIMITS.fallback_settle
 _SCREENSHOT_ACTIONS: Final = frozenset({"click", "scroll", "drag"})
+_EFFECT_WORDS: Final = {
+    "value": "The value was set, but reading the element back in",
+    "text": "The keys were sent, but reading the focused element back in",
+    "selection": "The selection was made, but reading the element back in",
+}
 _MAX_FACTS: Final = 100_000
+# Seconds another app's focus report may take to say it lost the focus to the app being typed in.
+FOCUS_SETTLE: Final = 0.3
 # Seconds a running app gets to join the bus after this server turned accessibility on.
 SWITCH_GRACE: Final = 3.0
 
@@ -321,8 +328,8 @@ class Backend:
             raise ToolError(texts.not_active(args["app"]))
         lagging = lags(name, args, session.rendering.nodes)
         await self.settler.before_input(session.bus_name, lagging=lagging)
-        selected = await self._act(name, session, args)
-        return await self._after_action(name, session, selected)
+        selected, expect = await self._act(name, session, args)
+        return await self._after_action(name, session, selected, expect)
 
     async def _resolve(
         self, given: str, entries: list[DesktopApp]
@@ -508,12 +515,40 @@ class Backend:
         found = await gmenu.read_ticks(self.env, [target.bundle_id], app.pid)
         return {ref: found[path] for ref, path in unknown if path in found}
 
-    async def _give_keyboard(self, session: Session) -> None:
-        """Keys go wherever the X input focus is: ask the toolkit (AT-SPI) and the X server
-        (or the window manager) to put it on the app's window first."""
-        await actions.focus_window(self.bus, session.window)
+    async def _give_keyboard(self, session: Session) -> Ref | None:
+        """Keys go wherever the X input focus is, and inside the app to its focused element.
+        Give the app's window the X focus (through the window manager where there is one)
+        and nothing more: asking the toolkit to focus the whole window makes some apps drop
+        the focus of the field the keys are meant for (Firefox does). Then keys are sent only
+        where the focus is the app's, or cannot be shown to be another app's (the input guard
+        still checks every batch at the X server): returns the app's focused element when it
+        is known. Raises :class:`Withheld` (``focus_elsewhere``) when another app holds it."""
         await self.screen.activate(session.pid, focus=True)
         self.settler.rebase()  # focus events are not the keys' effect
+        events = self.settler.events
+        deadline = trio.current_time() + FOCUS_SETTLE
+        while True:
+            where = verify.focus_verdict(events.focus, events.focus_known, session.bus_name)
+            if where == "in_app" and events.focus is not None:
+                return events.focus
+            rendering = session.rendering
+            if rendering.focus_index is not None:
+                mine = rendering.nodes[rendering.focus_index]
+                if await actions.still_focused(self.bus, mine):
+                    return mine.ref
+            # Toolkits do not all report a window's focus coming back (GTK 4 does not), so a
+            # report naming another app counts only while that app still says so.
+            holder = events.focus if where == "elsewhere" else None
+            if holder is None or not await actions.ref_focused(self.bus, holder):
+                return None  # nobody else holds it: the input guard checks each batch
+            if trio.current_time() >= deadline or not events.live:
+                break
+            await events.wait(deadline)  # its report of losing the focus may be coming
+        raise Withheld(
+            f"The keyboard focus is in another application ({holder[0]}), not in "
+            f"{session.target.name}: no keys were sent.",
+            reason="focus_elsewhere",
+        )
 
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
         # Without a window manager, another app's window may lie over this one: raise it.
@@ -531,7 +566,13 @@ class Backend:
             )
         return outcome
 
-    async def _after_action(self, name: str, session: Session, selected: str | None) -> Outcome:
+    async def _after_action(
+        self,
+        name: str,
+        session: Session,
+        selected: str | None,
+        expect: verify.Expectation | None = None,
+    ) -> Outcome:
         self.settler.input_ended()
         await self.settler.tree(session.bus_name)  # the app's signals, not a fixed sleep
         window = session.window
@@ -552,6 +593,17 @@ class Backend:
         if selected:
             text += "\n\n" + texts.selected_text_tail(selected)
         outcome = _text(text)
+        if expect is not None:
+            verdict = verify.judge(expect, await verify.read_back(self.bus, expect))
+            if verdict == "unchanged":
+                raise Withheld(
+                    f"{_EFFECT_WORDS[expect.what]} {session.target.name} shows it unchanged: "
+                    "the app did not take the action.\n\n" + text,
+                    reason="no_effect",
+                    state="dispatched",
+                    what=expect.what,
+                )
+            outcome.meta[surface.EFFECT_META] = {"effect": verdict, "what": expect.what}
         if name in _SCREENSHOT_ACTIONS:
             return await self._with_screenshot(outcome, fresh)
         return outcome
@@ -600,21 +652,39 @@ class Backend:
         window = session.surfaces[0].ref if alone and model.clear_in_view(root, node) else None
         return dataclasses.replace(where, origin=session.origin_of(index), window=window)
 
-    async def _act(self, name: str, session: Session, args: dict[str, Any]) -> str | None:
-        """Perform one action tool; returns the selected text after ``select_text``.
+    async def _reachable(self, session: Session, given: str) -> Node:
+        """The live element ``given`` names, unless a modal dialog of the app keeps it from
+        getting input (:class:`Withheld` ``modal_dialog``, nothing sent)."""
+        node = await self._live_element(session, given)
+        dialog = verify.blocking_dialog(session.rendering, int(given))
+        if dialog is not None:
+            raise Withheld(
+                f"{session.target.name} shows the modal dialog {dialog!r}, which takes all of "
+                f"its input until it is answered; nothing was sent to element {given}.",
+                reason="modal_dialog",
+                dialog=dialog,
+            )
+        return node
+
+    async def _act(
+        self, name: str, session: Session, args: dict[str, Any]
+    ) -> tuple[str | None, verify.Expectation | None]:
+        """Perform one action tool; returns the selected text after ``select_text`` and what
+        reading the element back should show, where the action promises something readable.
 
         Synthesized input is guarded: it is sent only while it would reach the session's own
         process (see :mod:`.x11guard`)."""
-        self._input_sent = True  # from here on, a failure may leave the app changed
         where = actions.Target(self.bus, self.screen, session.origin, Guard(pid=session.pid))
+        given = args.get("element_index")
+        node = await self._reachable(session, given) if isinstance(given, str) else None
+        self._input_sent = True  # from here on, a failure may leave the app changed
         if name == "click":
             count, button = args.get("click_count", 1), args.get("mouse_button", "left")
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:
                 raise ToolError(texts.INVALID_PARAMETER)
             if button not in ("left", "right", "middle"):
                 raise ToolError(texts.INVALID_PARAMETER)
-            if isinstance(args.get("element_index"), str):
-                node = await self._live_element(session, args["element_index"])
+            if node is not None:
                 at_once = await actions.click_element(
                     self._in_window(where, session, node),
                     node,
@@ -624,29 +694,25 @@ class Backend:
                 )
                 if at_once:
                     self.settler.at_once()
-                return None
+                return None, None
             x, y = args.get("x"), args.get("y")
             if not (_is_number(x) and _is_number(y)):
                 raise ToolError(texts.INVALID_PARAMETER)
             assert isinstance(x, int | float) and isinstance(y, int | float)
             await actions.click_point(where, x, y, button, count)
         elif name == "perform_secondary_action":
-            node = await self._live_element(session, args["element_index"])
+            assert node is not None
             await actions.secondary_action(where, node, args["action"], args["element_index"])
         elif name == "set_value":
-            node = await self._live_element(session, args["element_index"])
+            assert node is not None
             if not node.settable:
                 raise ToolError(texts.NOT_SETTABLE)
+            expect = self._expect_value(node, args["value"])
             await actions.set_value(where, node, args["value"])
+            return None, expect
         elif name == "select_text":
-            selection = args.get("selection", "text")
-            prefix, suffix = args.get("prefix", ""), args.get("suffix", "")
-            if selection not in actions.SELECTIONS:
-                raise ToolError(texts.INVALID_PARAMETER)
-            if not isinstance(prefix, str) or not isinstance(suffix, str):
-                raise ToolError(texts.INVALID_PARAMETER)
-            node = await self._live_element(session, args["element_index"])
-            return await actions.select_text(where, node, args["text"], prefix, suffix, selection)
+            assert node is not None
+            return await self._select(where, node, args)
         elif name == "scroll":
             if args["direction"] not in actions.DIRECTIONS:
                 raise ToolError(texts.invalid_scroll_direction(args["direction"]))
@@ -655,7 +721,7 @@ class Backend:
                 raise ToolError(texts.MISSING_SCROLL_AMOUNT)
             if not pages > 0:
                 raise ToolError(texts.INVALID_PARAMETER)
-            node = await self._live_element(session, args["element_index"])
+            assert node is not None
             await actions.scroll(
                 self._in_window(where, session, node), node, args["direction"], float(pages)
             )
@@ -663,9 +729,54 @@ class Backend:
             points = [float(args[k]) for k in ("from_x", "from_y", "to_x", "to_y")]
             await actions.drag(where, points)
         elif name == "press_key":
+            self._input_sent = False  # the focus check sends nothing
             await self._give_keyboard(session)
+            self._input_sent = True
             await actions.keys(where, args["key"])
         elif name == "type_text":
-            await self._give_keyboard(session)
+            self._input_sent = False
+            focused = await self._give_keyboard(session)
+            before = await verify.read_text(self.bus, focused) if focused is not None else None
+            self._input_sent = True
             await actions.type_text(where, args["text"])
-        return None
+            if focused is not None and args["text"]:
+                # Return and Tab may send a form or move the focus on, leaving the field
+                # empty or elsewhere: what it holds then says nothing about the keys.
+                if any(c in "\n\r\t" for c in args["text"]):
+                    before = None
+                return None, verify.Expectation(focused, "text", before)
+        return None, None
+
+    @staticmethod
+    def _expect_value(node: Node, value: str) -> verify.Expectation | None:
+        """What ``set_value`` should leave in ``node``, as the tree showed it before."""
+        if not verify.readable(node):
+            return None
+        if node.text_settable:
+            return verify.Expectation(node.ref, "value", node.text, wanted=value)
+        try:
+            wanted = render.format_value(float(value))
+        except ValueError:
+            return None  # set_value refuses it
+        before = render.format_value(node.value) if node.value is not None else None
+        return verify.Expectation(node.ref, "value", before, wanted=wanted, numeric=True)
+
+    async def _select(
+        self, where: actions.Target, node: Node, args: dict[str, Any]
+    ) -> tuple[str | None, verify.Expectation | None]:
+        selection = args.get("selection", "text")
+        prefix, suffix = args.get("prefix", ""), args.get("suffix", "")
+        if selection not in actions.SELECTIONS:
+            raise ToolError(texts.INVALID_PARAMETER)
+        if not isinstance(prefix, str) or not isinstance(suffix, str):
+            raise ToolError(texts.INVALID_PARAMETER)
+        text = args["text"]
+        selected = await actions.select_text(where, node, text, prefix, suffix, selection)
+        if selection == "text":
+            return selected, verify.Expectation(node.ref, "selection", None, wanted=text)
+        found = actions.find_text(node.text or "", text, prefix, suffix)
+        if found is None:
+            return selected, None  # the text moved since the tree was read: nothing to judge
+        offset = found[0] if selection == "cursor_before" else found[1]
+        expect = verify.Expectation(node.ref, "selection", None, wanted=verify.caret_at(offset))
+        return selected, expect

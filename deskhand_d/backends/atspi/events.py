@@ -4,8 +4,11 @@ What this owns: the subscription (the registry is told which kinds of event a li
 since GTK 3's bridge emits only those, and the bus gets match rules so it routes the signals to
 us), one receiver task in the server's nursery that keeps, per application (its unique bus
 name), how many events it has emitted and when the last one came, and waiting for the next one.
-It reads no event's content beyond its kind: the settling policy (:mod:`.settle`) only needs to
-know *that* an app reacted and when it went quiet; the tree is read afresh afterwards anyway.
+It reads no event's content beyond its kind, with one exception: where the keyboard focus is
+(:attr:`Events.focus`), from the ``focused`` state changes every application reports, as a
+screen reader follows it; keys are sent only while it lies in the app they are meant for. The
+settling policy (:mod:`.settle`) only needs to know *that* an app reacted and when it went
+quiet; the tree is read afresh afterwards anyway.
 
 Theory of operation: the subscription lives as long as the bus connection. When the connection
 breaks, the router closes our channel, the receiver ends, and the next :meth:`Events.ensure`
@@ -23,6 +26,7 @@ import trio
 from jeepney import HeaderFields, MatchRule
 
 from .bus import Bus, BusError
+from .model import Ref
 
 _DBUS: Final = ("org.freedesktop.DBus", "/org/freedesktop/DBus")
 _REGISTRY: Final = ("org.a11y.atspi.Registry", "/org/a11y/atspi/registry")
@@ -78,6 +82,10 @@ class Events:
         self._live = False
         self._retry = -math.inf
         self._lock = trio.Lock()
+        #: The object that last reported gaining the keyboard focus, as (bus name, path);
+        #: None before any report, or once that object reported losing it.
+        self.focus: Ref | None = None
+        self.focus_known = False  # whether any focus report has come since we subscribed
 
     @property
     def live(self) -> bool:
@@ -98,6 +106,13 @@ class Events:
                 self._retry = trio.current_time() + _RETRY_S
                 return False
             return True
+
+    def _focus_moved(self, ref: Ref, gained: bool) -> None:
+        self.focus_known = True
+        if gained:
+            self.focus = ref
+        elif self.focus == ref:
+            self.focus = None
 
     def activity(self, bus_name: str) -> Activity:
         """A copy of what ``bus_name`` has emitted so far."""
@@ -126,6 +141,7 @@ class Events:
                     _REGISTRY, "org.a11y.atspi.Registry", "RegisterEvent", "sass", (kind, [], "")
                 )
             self._live = True
+            self.focus, self.focus_known = None, False  # reports lost meanwhile are unknown
             task_status.started()
             async for message in signals:
                 self._record(message)
@@ -154,5 +170,7 @@ class Events:
         if is_reaction(member, detail):
             seen.reactions += 1
         seen.last = trio.current_time()
+        if member == "StateChanged" and detail == "focused" and len(body) > 1:
+            self._focus_moved((sender, str(fields.get(HeaderFields.path, ""))), body[1] == 1)
         self._changed.set()
         self._changed = trio.Event()
