@@ -65,13 +65,11 @@ FocusVerdict = Literal["in_app", "elsewhere", "unknown"]
 
 def focus_verdict(focus: Ref | None, known: bool, bus_name: str) -> FocusVerdict:
     """Where keys would go, from the latest focus report: an object of the app's own bus
-    connection (``in_app``), another application's or none at all after one left
-    (``elsewhere``), or no report yet (``unknown``)."""
-    if not known:
+    connection (``in_app``), another application's (``elsewhere``), or nobody's that we
+    know of (``unknown``: no report yet, or the last holder reported losing it)."""
+    if not known or focus is None:
         return "unknown"
-    if focus is not None and focus[0] == bus_name:
-        return "in_app"
-    return "elsewhere"
+    return "in_app" if focus[0] == bus_name else "elsewhere"
 
 
 @dataclass(frozen=True, slots=True)
