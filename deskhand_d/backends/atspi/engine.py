@@ -56,6 +56,7 @@ _EFFECT_WORDS: Final = {
     "selection": "The selection was made, but reading the element back in",
 }
 _MAX_FACTS: Final = 100_000
+TOGGLE_POLL_S: Final = 0.03  # how often a clicked element's state is read while it has not changed
 # Seconds another app's focus report may take to say it lost the focus to the app being typed in.
 FOCUS_SETTLE: Final = 0.3
 # Seconds a running app gets to join the bus after this server turned accessibility on.
@@ -202,6 +203,7 @@ class Backend:
         self.settle = settle
         self.screen = Screen(self.env)
         self.sessions: dict[str, Session] = {}
+        self._toggle: tuple[Ref, int] | None = None  # a click's element and its toggled states
         self._bus: Bus | None = None
         self._lock = trio.Lock()
         self._walked: set[str] = set()  # apps (bus names) walked live once: cache allowed
@@ -252,6 +254,7 @@ class Backend:
         async with self._lock:
             self._input_sent = False
             self._operating = None
+            self._toggle = None
             outcome = await self._guarded(name, arguments)
             exited = self._exit_note() if outcome.is_error else None
             if exited is None:
@@ -575,6 +578,8 @@ class Backend:
     ) -> Outcome:
         self.settler.input_ended()
         await self.settler.tree(session.bus_name)  # the app's signals, not a fixed sleep
+        if self._toggle is not None:
+            await self._toggled(*self._toggle)
         window = session.window
         try:
             fresh = await self._observe(session.target, session.app, window)
@@ -652,6 +657,17 @@ class Backend:
         window = session.surfaces[0].ref if alone and model.clear_in_view(root, node) else None
         return dataclasses.replace(where, origin=session.origin_of(index), window=window)
 
+    async def _toggled(self, ref: Ref, before: int) -> None:
+        """Until the clicked element's own state (checked, selected, pressed, expanded) differs
+        from what the tree showed, for at most :data:`~.verify.TOGGLE_WAIT_S`: a click that
+        changes nothing there (an already selected radio button) costs that wait."""
+        with trio.move_on_after(verify.TOGGLE_WAIT_S):
+            while True:
+                states = await verify.read_states(self.bus, ref)
+                if states is None or verify.toggled_bits(states) != before:
+                    return
+                await trio.sleep(TOGGLE_POLL_S)
+
     async def _reachable(self, session: Session, given: str) -> Node:
         """The live element ``given`` names, unless a modal dialog of the app keeps it from
         getting input (:class:`Withheld` ``modal_dialog``, nothing sent)."""
@@ -685,6 +701,8 @@ class Backend:
             if button not in ("left", "right", "middle"):
                 raise ToolError(texts.INVALID_PARAMETER)
             if node is not None:
+                if count == 1 and button == "left" and verify.toggles(node):
+                    self._toggle = (node.ref, verify.toggled_bits(node.states))
                 at_once = await actions.click_element(
                     self._in_window(where, session, node),
                     node,

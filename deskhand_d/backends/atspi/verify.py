@@ -7,6 +7,11 @@ when it could not have or did not:
   (:func:`blocking_dialog`, on the latest rendering; pure);
 * before keys: where the keyboard focus is (:func:`focus_verdict`, from the focus reports the
   apps send, see :attr:`~.events.Events.focus`; pure);
+* after a click by index on an element that toggles (a check box, radio button, tab, row or
+  expander): whether its own state has changed yet (:func:`toggled_bits`), so the reply is
+  read once it has, for at most :data:`TOGGLE_WAIT_S`; apps that update their tree from
+  another process (Firefox's web content, GTK 4 stacks) report the change only after the
+  events the settling waits for have gone quiet;
 * after ``set_value``, ``type_text`` and ``select_text``: what reading the element back shows
   (:class:`Expectation` and :func:`judge`, pure; :func:`read_back` and the readers beside it
   are the only calls to the app here).
@@ -26,7 +31,7 @@ from typing import Final, Literal
 from .bus import Bus, BusError
 from .model import ACCESSIBLE, TEXT, VALUE, Node, Ref
 from .render import Rendering, format_value
-from .roles import Role, State
+from .roles import Role, State, states_from_words
 
 Verdict = Literal["changed", "unchanged", "unreadable"]
 #: Roles whose text is masked or never handed out: nothing can be read back from them.
@@ -157,3 +162,41 @@ async def read_back(bus: Bus, expect: Expectation) -> str | None:
     if expect.what == "value" and expect.numeric:
         return await read_value(bus, expect.ref)
     return await read_text(bus, expect.ref)
+
+
+# --- waiting for a click's own change -------------------------------------------------------
+
+#: The states a click on a check box, radio button, toggle, tab, row or expander changes.
+_TOGGLED: Final = (State.CHECKED, State.SELECTED, State.PRESSED, State.EXPANDED)
+#: The states that say an element has one of those to change.
+_TOGGLES: Final = (State.CHECKABLE, State.SELECTABLE, State.EXPANDABLE)
+_TOGGLE_ROLES: Final = frozenset(
+    {
+        Role.CHECK_BOX,
+        Role.RADIO_BUTTON,
+        Role.TOGGLE_BUTTON,
+        Role.PAGE_TAB,
+        Role.CHECK_MENU_ITEM,
+        Role.RADIO_MENU_ITEM,
+    }
+)
+#: How long a click's reply waits at most for the clicked element's own state to change.
+TOGGLE_WAIT_S: Final = 1.0
+
+
+def toggled_bits(states: int) -> int:
+    """The part of a state set a click on a toggling element changes. Pure."""
+    return sum(1 << s for s in _TOGGLED if states & (1 << s))
+
+
+def toggles(node: Node) -> bool:
+    """Whether a click on ``node`` is expected to change one of its own states. Pure."""
+    return node.role in _TOGGLE_ROLES or any(node.has(s) for s in _TOGGLES)
+
+
+async def read_states(bus: Bus, ref: Ref) -> int | None:
+    try:
+        (state,) = await bus.call(ref, ACCESSIBLE, "GetState", limit=1.0)
+    except BusError:
+        return None
+    return states_from_words(state)
