@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import trio
 
+from deskhand_d.backends.atspi import bounded, render
 from deskhand_d.backends.atspi import bus as busmod
-from deskhand_d.backends.atspi.model import ACCESSIBLE, ACTION, TEXT
+from deskhand_d.backends.atspi.model import ACCESSIBLE, ACTION, COMPONENT, TEXT
 from deskhand_d.backends.atspi.roles import Role, State, bits
 from deskhand_d.backends.atspi.walk import Facts, parse_cache_items, read_tree
 
@@ -19,14 +21,25 @@ SHOWN = bits(State.VISIBLE, State.SENSITIVE)
 class FakeBus:
     """Objects as dicts; ``gone`` paths raise Gone (the object vanished); counts calls."""
 
-    def __init__(self, objects: dict[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        objects: dict[str, dict[str, Any]],
+        made: Callable[[str], dict[str, Any] | None] | None = None,
+    ) -> None:
         self.objects = objects
+        self.made = made  # objects made on demand (a huge table's cells)
         self.gone: set[str] = set()
         self.gone_after_listing: set[str] = set()
         self.calls: list[tuple[str, str]] = []
 
     def _obj(self, ref: tuple[str, str]) -> dict[str, Any]:
-        if ref[1] in self.gone or ref[1] not in self.objects:
+        if ref[1] in self.gone:
+            raise busmod.Gone("org.freedesktop.DBus.Error.UnknownObject")
+        if ref[1] not in self.objects and self.made is not None:
+            made = self.made(ref[1])
+            if made is not None:
+                self.objects[ref[1]] = made
+        if ref[1] not in self.objects:
             raise busmod.Gone("org.freedesktop.DBus.Error.UnknownObject")
         return self.objects[ref[1]]
 
@@ -38,6 +51,8 @@ class FakeBus:
             self.gone |= self.gone_after_listing  # they vanish right after being listed
             return (kids,)
         o = self._obj(ref)
+        if method in o:  # anything else an object answers: a function of the arguments
+            return (o[method](*body),)
         if method == "GetRole":
             return (o["role"],)
         if method == "GetState":
@@ -56,21 +71,27 @@ class FakeBus:
             return (o["box"],)
         raise AssertionError(method)
 
-    async def get_all(self, ref, iface):  # type: ignore[no-untyped-def]
+    async def get_many(self, ref, iface, names):  # type: ignore[no-untyped-def]
         await trio.lowlevel.checkpoint()
-        self.calls.append((ref[1], "GetAll"))
+        self.calls.append((ref[1], "GetMany"))
         o = self._obj(ref)
-        return {
+        props = {
             "Name": o.get("name", ""),
             "Description": "",
-            "ChildCount": len(o.get("children", [])),
+            "ChildCount": o.get("count", len(o.get("children", []))),
         }
+        return {k: props[k] for k in names}
 
     async def get(self, ref, iface, name):  # type: ignore[no-untyped-def]
         await trio.lowlevel.checkpoint()
         self.calls.append((ref[1], name))
+        o = self._obj(ref)
         if name == "CharacterCount":
-            return len(self._obj(ref).get("text", ""))
+            return len(o.get("text", ""))
+        if name == "ChildCount":
+            return o.get("count", len(o.get("children", [])))
+        if name in o:
+            return o[name]
         raise AssertionError(name)
 
 
@@ -186,7 +207,7 @@ async def test_cache_path_reads_structure_from_one_call() -> None:
     panel = root.children[0]
     assert [c.name for c in panel.children] == ["One", "Two", ""]
     assert panel.children[2].text == "42"
-    live = {p for p, m in fake.calls if m in ("GetAll", "GetRole")}
+    live = {p for p, m in fake.calls if m in ("GetMany", "GetRole")}
     assert live == {"/t"}  # only the object missing from the cache was read in full
 
 
@@ -199,10 +220,288 @@ async def test_call_timeout_is_bus_timeout() -> None:
             raise AssertionError
 
     with pytest.raises(busmod.BusTimeout):
-        await busmod._reply(Silent(), object(), 0.05)  # type: ignore[arg-type]
+        await busmod.await_reply(Silent(), object(), 0.05)  # type: ignore[arg-type]
 
 
 async def test_missing_session_bus_is_unavailable() -> None:
     with pytest.raises(busmod.BusUnavailable, match="DBUS_SESSION_BUS_ADDRESS is not set"):
         await busmod.find_address({})
     assert await busmod.find_address({"AT_SPI_BUS_ADDRESS": "unix:path=/x"}) == "unix:path=/x"
+
+
+# --- large containers, budgets, action names, stacked pages ---------------------------------
+
+ROW_H = 20
+VIEW = (0, 100, 400, 300)  # 15 rows of 20 px
+
+
+def big_list(top: int, count: int, *, answers: bool = True) -> FakeBus:
+    """A list that manages its descendants with ``count`` items, scrolled so that item
+    ``top`` is the first one in view; items exist only when asked for."""
+
+    def at_point(x: int, y: int, _coords: int) -> tuple[str, str]:
+        if not answers:
+            return ("", "/org/a11y/atspi/null")
+        return (APP, f"/list/{top + (y - VIEW[1]) // ROW_H}")
+
+    def made(path: str) -> dict[str, Any] | None:
+        if not path.startswith("/list/"):
+            return None
+        i = int(path.rsplit("/", 1)[1])
+        return {
+            "role": Role.LIST_ITEM,
+            "name": f"Item {i}",
+            "box": (0, VIEW[1] + (i - top) * ROW_H, 400, ROW_H),
+            "ifaces": [ACCESSIBLE, COMPONENT],
+            "Parent": (APP, "/list"),
+            "GetIndexInParent": lambda: i,
+        }
+
+    return FakeBus(
+        {
+            "/w": {
+                "role": Role.FRAME,
+                "box": (0, 0, 400, 500),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/sc"],
+            },
+            "/sc": {
+                "role": 49,
+                "box": VIEW,
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/list"],
+            },
+            "/list": {
+                "role": Role.LIST,
+                "count": count,
+                "states": SHOWN | bits(State.MANAGES_DESCENDANTS),
+                "box": VIEW,
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "GetAccessibleAtPoint": at_point,
+                "GetChildAtIndex": lambda i: (APP, f"/list/{i}"),
+            },
+        },
+        made,
+    )
+
+
+async def test_a_huge_list_is_read_by_what_it_shows() -> None:
+    """A list of a million items that manages its descendants is never listed: the items in
+    view are found at its corners and read with a few around them; the rest are counted."""
+    fake = big_list(5000, 1_000_000)
+    root, walk = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None and walk.complete
+    assert ("/list", "GetChildren") not in fake.calls
+    assert len(fake.calls) < 250
+    lines = render.render(root).lines
+    assert lines[2] == (
+        "\t\t2 list Details: 999985 more items scrolled out of view (5000 above, 994985 below)"
+    )
+    assert [line.strip() for line in lines[3:]] == [
+        f"{3 + k} row Item {5000 + k}" for k in range(15)
+    ]
+
+
+async def test_a_huge_list_that_cannot_place_its_view_is_read_from_the_top_and_cut() -> None:
+    """No answer at the corners: the first items are read, the tree is reported cut."""
+    fake = big_list(0, 1_000_000, answers=False)
+    root, walk = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None and not walk.complete
+    assert ("/list", "GetChildren") not in fake.calls
+    assert sum(1 for path, m in fake.calls if m == "GetChildAtIndex") == bounded.WINDOW
+
+
+async def test_a_spreadsheet_is_read_by_its_visible_cells() -> None:
+    """A table of 1,048,576 x 16,384 cells shows rows 100-114 and columns 2-5: those cells
+    (and two rows around them, judged against the table's rectangle) are read through the
+    Table interface, nothing else; everything else is counted by side."""
+    rows, cols, row0, col0, cell_w = 1_048_576, 16_384, 100, 2, 100
+
+    def made(path: str) -> dict[str, Any] | None:
+        if not path.startswith("/sheet/"):
+            return None
+        r, c = (int(v) for v in path.split("/")[2:])
+        return {
+            "role": Role.TABLE_CELL,
+            "name": f"R{r}C{c}",
+            "box": (VIEW[0] + (c - col0) * cell_w, VIEW[1] + (r - row0) * ROW_H, cell_w, ROW_H),
+            "ifaces": [ACCESSIBLE, COMPONENT],
+            "Parent": (APP, "/sheet"),
+            "GetIndexInParent": lambda: r * cols + c,
+        }
+
+    def at_point(x: int, y: int, _coords: int) -> tuple[str, str]:
+        return (APP, f"/sheet/{row0 + (y - VIEW[1]) // ROW_H}/{col0 + (x - VIEW[0]) // cell_w}")
+
+    fake = FakeBus(
+        {
+            "/w": {"role": Role.FRAME, "children": ["/sheet"]},
+            "/sheet": {
+                "role": Role.TABLE,
+                "count": rows * cols,
+                "states": SHOWN | bits(State.MANAGES_DESCENDANTS),
+                "box": VIEW,
+                "ifaces": [ACCESSIBLE, COMPONENT, bounded.TABLE],
+                "NRows": rows,
+                "NColumns": cols,
+                "GetAccessibleAtPoint": at_point,
+                "GetRowAtIndex": lambda i: i // cols,
+                "GetColumnAtIndex": lambda i: i % cols,
+                "GetAccessibleAt": lambda r, c: (APP, f"/sheet/{r}/{c}"),
+            },
+        },
+        made,
+    )
+    root, walk = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None and walk.complete
+    sheet = root.children[0]
+    names = [c.name for c in sheet.children]
+    assert names[0] == "R100C2" and names[-1] == "R114C5" and len(names) == 15 * 4
+    assert len(fake.calls) < 8 * 19 * 4 + 40  # a handful of calls per cell read
+    above, below, left, right = sheet.clipped
+    assert above == 98 * cols + 2 * 4  # unread rows, and the two read rows above the view
+    assert left == 19 * 2 and right == 19 * (cols - 6)
+    assert below == (rows - 117) * cols + 2 * 4
+
+
+async def test_a_walk_stops_at_its_deadline() -> None:
+    """Past the time budget nothing more is read (the window itself always is) and the walk
+    says it is cut."""
+    fake = FakeBus(objects())
+    root, walk = await read_tree(fake, (APP, "/w"), time_budget=0)  # type: ignore[arg-type]
+    assert root is not None and root.children == () and not walk.complete
+
+
+async def test_action_names_are_read_by_index_when_the_list_lies() -> None:
+    """Firefox answers GetActions with ';;' everywhere: the names come from GetName."""
+    fake = FakeBus(
+        {
+            "/w": {"role": Role.FRAME, "children": ["/ok"]},
+            "/ok": {
+                "role": Role.PUSH_BUTTON,
+                "name": "OK",
+                "ifaces": [ACCESSIBLE, ACTION],
+                "GetActions": lambda: [(";;", ";;", ";;")],
+                "GetName": lambda i: ["press"][i],
+            },
+        }
+    )
+    root, _ = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None and root.children[0].actions == ("press",)
+
+
+def stack(picked: str) -> FakeBus:
+    """A GTK 4 stack: three pages with the same rectangle (the world page keeps the one it
+    had when it was swapped out), one wrapped in a page object without a rectangle; the
+    stack answers ``picked`` at any point."""
+    page = (0, 50, 400, 300)
+    return FakeBus(
+        {
+            "/w": {
+                "role": Role.FRAME,
+                "box": (0, 0, 400, 350),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/stack"],
+            },
+            "/stack": {
+                "role": Role.PANEL,
+                "box": page,
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/world", "/stop", "/wrap"],
+                "GetAccessibleAtPoint": lambda x, y, c: (
+                    (APP, picked) if picked else ("", "/org/a11y/atspi/null")
+                ),
+            },
+            "/world": {
+                "role": Role.FILLER,
+                "name": "World",
+                "box": page,
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/add"],
+            },
+            "/add": {
+                "role": Role.PUSH_BUTTON,
+                "name": "Add World Clock",
+                "box": (10, 60, 90, 20),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+            },
+            "/stop": {
+                "role": Role.FILLER,
+                "name": "Stopwatch",
+                "box": page,
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/lap"],
+            },
+            "/lap": {
+                "role": Role.PUSH_BUTTON,
+                "name": "Lap",
+                "box": (10, 60, 90, 20),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "Parent": (APP, "/stop"),
+            },
+            "/deep": {"role": Role.LABEL, "Parent": (APP, "/lap")},
+            "/wrap": {"role": Role.PANEL, "name": "Timer page", "children": ["/timer"]},
+            "/timer": {
+                "role": Role.FILLER,
+                "name": "Timer",
+                "box": (0, 50, 400, 0),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+            },
+        }
+    )
+
+
+async def test_only_the_stack_page_on_screen_is_listed() -> None:
+    """GTK 4 keeps a swapped-out page's rectangle: the stack is asked what lies in it (an
+    object below the tree's leaves counts through its ancestors); a page object whose content
+    has no area is left out too."""
+    for picked in ("/lap", "/deep"):
+        root, _ = await read_tree(stack(picked), (APP, "/w"))  # type: ignore[arg-type]
+        assert root is not None
+        text = "\n".join(render.render(root).lines)
+        assert "Stopwatch" in text and "Lap" in text, text
+        assert "World" not in text and "Timer" not in text, text
+
+
+async def test_stacked_pages_are_all_kept_when_the_app_cannot_tell() -> None:
+    """No answer at any point: nothing is guessed, both pages stay."""
+    root, _ = await read_tree(stack(""), (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None
+    text = "\n".join(render.render(root).lines)
+    assert "World" in text and "Stopwatch" in text
+
+
+async def test_a_cached_list_that_manages_its_descendants_is_read_by_window_too() -> None:
+    """at-spi2-atk's cache counts a list that manages its descendants as -1 children and
+    lists none: it is counted live and read by window, never listed (Mousepad's Open dialog
+    on a folder of 3,000 files took 10-15 s and was cut at the node limit)."""
+    fake = big_list(5000, 12_000)
+    manages = bits(State.VISIBLE, State.SENSITIVE, State.MANAGES_DESCENDANTS)
+
+    def item(path: str, parent: str, index: int, count: int, role: int, states: int = SHOWN):  # type: ignore[no-untyped-def]
+        ifaces = [ACCESSIBLE, COMPONENT]
+        return (
+            (APP, path),
+            (APP, "/app"),
+            (APP, parent),
+            index,
+            count,
+            ifaces,
+            "",
+            role,
+            "",
+            [states & 0xFFFFFFFF, states >> 32],
+        )
+
+    cache = parse_cache_items(
+        [
+            item("/w", "/app", 0, 1, Role.FRAME),
+            item("/sc", "/w", 0, 1, 49),
+            item("/list", "/sc", 0, -1, Role.LIST, manages),
+        ]
+    )
+    root, walk = await read_tree(fake, (APP, "/w"), cache=cache)  # type: ignore[arg-type]
+    assert root is not None and walk.complete
+    assert ("/list", "GetChildren") not in fake.calls
+    lines = render.render(root).lines
+    assert "(5000 above, 6985 below)" in lines[2] and lines[3].endswith("row Item 5000")

@@ -18,7 +18,7 @@ scrolled away instead of silently ending.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 import msgspec
@@ -89,8 +89,11 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def disabled(self) -> bool:
-        """GTK marks an unusable widget by leaving out ``sensitive`` (GTK 3: also ``enabled``)."""
-        return not self.has(State.SENSITIVE) and self.role != Role.APPLICATION
+        """Toolkits mark an unusable element by leaving out both ``sensitive`` and ``enabled``
+        (GTK 3 and Qt set both on a usable one, GTK 4 only ``sensitive``, LibreOffice only
+        ``enabled`` on a document's paragraphs and cells)."""
+        usable = self.has(State.SENSITIVE) or self.has(State.ENABLED)
+        return not usable and self.role != Role.APPLICATION
 
     def count(self) -> int:
         return sum(1 for _ in self.walk())
@@ -194,11 +197,13 @@ def where(states: int, box: Box | None, clip: Box | None, *, window_showing: boo
     return NOT_DRAWN if hidden(states, window_showing=window_showing) else SHOWN
 
 
-#: GtkButton and what derives from it (toggle and menu buttons): their AT-SPI ``click`` action
-#: shows the button pressed and emits ``clicked`` only when GTK's 250 ms activation timeout
-#: ends (``ACTIVATE_TIMEOUT`` in gtkbutton.c, GTK 3 and GTK 4).
+#: GtkButton and what derives from it (toggle and menu buttons, link buttons, the buttons of
+#: a GTK 4 stack switcher or libadwaita view switcher, which are tabs): their AT-SPI ``click``
+#: action shows the button pressed and emits ``clicked`` only when GTK's 250 ms activation
+#: timeout ends (``ACTIVATE_TIMEOUT`` in gtkbutton.c, GTK 3 and GTK 4). Clocks' view switcher
+#: selected its new tab 250 ms after the action, after the reply had been read.
 DELAYED_CLICK_ROLES: Final = frozenset(
-    {Role.PUSH_BUTTON, Role.TOGGLE_BUTTON, Role.PUSH_BUTTON_MENU}
+    {Role.PUSH_BUTTON, Role.TOGGLE_BUTTON, Role.PUSH_BUTTON_MENU, Role.PAGE_TAB, Role.LINK}
 )
 
 
@@ -284,6 +289,16 @@ def _path_to(root: Node, target: Node) -> list[Node] | None:
         if below is not None:
             return [root, *below]
     return None
+
+
+def hollow(box: Box | None, places: Sequence[str]) -> bool:
+    """Whether an element without a rectangle of its own is left out because it has children
+    and none of them is drawn. Pure.
+
+    GTK 4's stack and notebook page objects have no Component interface: only their content
+    (a child) says whether the page is on screen. Once the content is left out, an empty
+    ``container Page 2`` would still be listed for every hidden page."""
+    return box is None and bool(places) and all(place == NOT_DRAWN for place in places)
 
 
 def resolve_sides(places: list[str]) -> list[str]:

@@ -101,12 +101,78 @@ def _menu_open(node: Node, parent: Node | None) -> bool:
     )
 
 
+#: List and table entries that GTK 4 leaves unnamed (a drop-down's items, a list view's rows):
+#: their label is the text they hold.
+_ENTRY_ROLES = frozenset({Role.LIST_ITEM, Role.TABLE_ROW, Role.TREE_ITEM, Role.TABLE_CELL})
+#: Static text: labels, GTK 4's non-editable text, paragraphs, captions, static.
+_TEXT_ROLES = frozenset({Role.LABEL, Role.TEXT, 73, 81, Role.STATIC})
+#: What an entry may hold besides text for that text to be its label: pictures and plain
+#: containers (a GTK 4 list item wraps its label in a box; a drop-down's item adds a tick).
+_PLAIN_ROLES = frozenset({Role.FILLER, Role.PANEL, Role.IMAGE, 26, 3, 4})
+#: Where a drop-down keeps the list of its choices (its popup): not the chosen value.
+_CHOICE_ROLES = frozenset(
+    {Role.LIST, Role.MENU, Role.POPUP_MENU, Role.WINDOW, Role.TABLE, 65, 66, 98}
+)
+
+
+def _text_of(node: Node) -> str:
+    """What static text ``node`` shows: its name, else its text."""
+    return roles.display_name(node.name) or roles.without_embeds(node.text or "").strip()
+
+
+def content_label(node: Node) -> str:
+    """The label of an entry that has none: the text it holds, in order, when it holds only
+    static text, pictures and plain containers; empty when anything else is inside (a check
+    box, a button: then the entry is not just a label). Pure."""
+    pieces: list[str] = []
+    for depth, inner, _ in node.walk():
+        if depth == 0:
+            continue
+        if inner.role in _TEXT_ROLES and not inner.text_settable:
+            piece = _text_of(inner)
+            if piece:
+                pieces.append(piece)
+        elif inner.role not in _PLAIN_ROLES:
+            return ""
+    return " ".join(pieces)
+
+
+def chosen_value(node: Node) -> str:
+    """What a drop-down (combo box) shows as chosen, read from the text inside it outside its
+    list of choices; empty when it holds editable text (the entry shows the value) or no
+    text. Pure."""
+    pieces: list[str] = []
+    stack = list(reversed(node.children))
+    while stack:
+        inner = stack.pop()
+        if inner.role in _CHOICE_ROLES:
+            continue
+        if inner.text_settable:
+            return ""
+        if inner.role in _TEXT_ROLES:
+            piece = _text_of(inner)
+            if piece:
+                pieces.append(piece)
+        stack.extend(reversed(inner.children))
+    return " ".join(pieces)
+
+
+def _role_words(node: Node, parent: Node | None) -> str:
+    """:func:`.roles.role_words`, and for a window of the app's own whose role says nothing
+    (GTK 4's About dialog is a ``filler``): ``dialog`` when modal, else ``window``."""
+    if parent is None and node.role in (Role.FILLER, Role.PANEL):
+        return "dialog" if node.has(State.MODAL) else "window"
+    return roles.role_words(node.role, node.states, parent_role=parent.role if parent else -1)
+
+
 def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> AxElement:
     """The element line's fields for ``node``.
 
     ``checked``: whether the item is ticked, when known from elsewhere than its states."""
     child_names = [c.name for c in node.children]
     label = roles.display_name(node.name, child_names)
+    if not label and node.text is None and node.role in _ENTRY_ROLES:
+        label = content_label(node)
     flags: list[str] = []
     if node.disabled:
         flags.append("disabled")
@@ -124,21 +190,28 @@ def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> 
         flags.append("collapsed")
 
     value: str | None = None
-    if node.text is not None:
+    text = roles.without_embeds(node.text) if node.text is not None else None
+    if text is not None:
         if node.text_settable:
-            value = node.text
+            value = text
         elif not label:
-            label = node.text
-        elif node.text != label and node.text.strip():
-            value = node.text
+            label = text
+        elif text != label and text.strip():
+            value = text
     elif node.value is not None:
         shown = format_value(node.value)
         if label:
             value = shown
         else:
             label = shown
+    elif node.role == Role.COMBO_BOX:
+        value = chosen_value(node) or None
+        if value == label:
+            value = None
     pressed = node.has(State.CHECKED) or node.has(State.PRESSED)
-    if node.role == Role.TOGGLE_BUTTON:
+    # GTK 4.8 gives a toggle button the role of a push button, pressed while it is down.
+    toggled = node.role == Role.PUSH_BUTTON and node.has(State.PRESSED)
+    if node.role == Role.TOGGLE_BUTTON or toggled:
         if pressed:
             value = "1"
     elif node.role in roles.CHECKABLE_ROLES or node.has(State.CHECKABLE):
@@ -148,7 +221,7 @@ def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> 
 
     description = node.description.strip()
     return AxElement(
-        role=roles.role_words(node.role, node.states, parent_role=parent.role if parent else -1),
+        role=_role_words(node, parent),
         label=label,
         flags=tuple(flags),
         description=description if description and description != label else None,

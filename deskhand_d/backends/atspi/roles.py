@@ -26,12 +26,18 @@ class Role(enum.IntEnum):
     INVALID = 0
     CHECK_BOX = 7
     CHECK_MENU_ITEM = 8
+    COMBO_BOX = 11
     DIALOG = 16
+    FILLER = 20
     FRAME = 23
+    IMAGE = 27
     LABEL = 29
+    LIST = 31
+    LIST_ITEM = 32
     MENU = 33
     MENU_BAR = 34
     MENU_ITEM = 35
+    PAGE_TAB = 37
     PANEL = 39
     PASSWORD_TEXT = 40
     PROGRESS_BAR = 42
@@ -40,14 +46,21 @@ class Role(enum.IntEnum):
     RADIO_BUTTON = 44
     RADIO_MENU_ITEM = 45
     SCROLL_BAR = 48
+    SCROLL_PANE = 49
     SLIDER = 51
     SPIN_BUTTON = 52
+    TABLE = 55
+    TABLE_CELL = 56
     TEXT = 61
     TOGGLE_BUTTON = 62
     WINDOW = 69
     APPLICATION = 75
     ENTRY = 79
+    LINK = 88
+    TABLE_ROW = 90
+    TREE_ITEM = 91
     LEVEL_BAR = 103
+    STATIC = 116
     PUSH_BUTTON_MENU = 129
     SWITCH = 130
 
@@ -60,6 +73,7 @@ class State(enum.IntEnum):
     COLLAPSED = 5
     DEFUNCT = 6
     EDITABLE = 7
+    ENABLED = 8
     EXPANDABLE = 9
     EXPANDED = 10
     FOCUSED = 12
@@ -74,6 +88,7 @@ class State(enum.IntEnum):
     SINGLE_LINE = 26
     VERTICAL = 29
     VISIBLE = 30
+    MANAGES_DESCENDANTS = 31
     SELECTABLE_TEXT = 38
     CHECKABLE = 41
     READ_ONLY = 43
@@ -293,6 +308,22 @@ def text_role(states: int) -> str:
 PRESS_ACTIONS: Final = ("click", "press", "activate", "toggle", "jump")
 
 
+def action_names(listed: Sequence[Sequence[str]]) -> tuple[str, ...] | None:
+    """The action names from ``Action.GetActions``' ``(name, description, key binding)``
+    triples, or None when they cannot be trusted and must be read one by one
+    (``Action.GetName``). Pure.
+
+    Firefox's ATK bridge answers every field of every triple with the key binding (``";;"``
+    three times for a button that presses), so an action named exactly like its key binding,
+    or not named at all, is read again by its index."""
+    names = tuple(str(a[0]) for a in listed)
+    for triple in listed:
+        name, binding = str(triple[0]), str(triple[2]) if len(triple) > 2 else ""
+        if not name or (binding and name == binding):
+            return None
+    return names
+
+
 def primary_action(names: Sequence[str]) -> int | None:
     """Which action a click by index performs: the first press-like one, else None.
 
@@ -364,12 +395,29 @@ def undoubled(name: str, child_names: Sequence[str]) -> str:
     return name
 
 
+#: U+FFFC OBJECT REPLACEMENT CHARACTER: where a hypertext (a web page's paragraph, a dialog's
+#: text in Firefox) holds an embedded child object, its text has this character instead.
+EMBEDDED_OBJECT: Final = "\ufffc"
+_EMBEDS: Final = re.compile("[ \t]*\ufffc+[ \t]*")
+
+
+def without_embeds(text: str) -> str:
+    """``text`` without the characters that stand for embedded child objects. Pure.
+
+    The children are elements of the tree in their own right, listed right below; the
+    placeholders are not text a person sees. A run of them between words leaves one space,
+    and text made of nothing else becomes empty."""
+    if EMBEDDED_OBJECT not in text:
+        return text
+    return _EMBEDS.sub(" ", text).strip(" \t")
+
+
 def display_name(name: str, child_names: Sequence[str] = ()) -> str:
     """The label Sky would print for an element called ``name``.
 
     Surrounding white space goes: GTK 3 pads menu item names with spaces where the shortcut
-    column would be (``"New      "``)."""
-    name = name.strip()
+    column would be (``"New      "``); so do the characters that stand for embedded objects."""
+    name = without_embeds(name).strip()
     if is_type_name(name):
         return ""
     return undoubled(name, child_names)

@@ -39,13 +39,14 @@ a mapped one, so none can be left out without changing the tree (docs/performanc
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import trio
 
-from . import model, roles
+from . import bounded, model, pages, roles
 from .bus import Bus, BusError, CallFailed, Gone, one_error
 from .model import ACCESSIBLE, ACTION, COMPONENT, TEXT, VALUE, Box, Node, Ref
 from .roles import Role, State
@@ -53,6 +54,10 @@ from .roles import Role, State
 CACHE_PATH: Final = "/org/a11y/atspi/cache"
 CACHE_IFACE: Final = "org.a11y.atspi.Cache"
 DEFAULT_BUDGET: Final = 5000
+#: Seconds a walk may take: past it, nothing more is read and the tree is reported cut.
+DEFAULT_TIME_BUDGET: Final = 10.0
+#: Characters of one object's text that are read: a huge document is shown by its beginning.
+MAX_TEXT: Final = 20_000
 MAX_IN_FLIGHT: Final = 48
 SCREEN_COORDS: Final = 0  # AtspiCoordType
 _BASIC_PROPERTIES: Final = ("Name", "Description", "ChildCount")
@@ -60,7 +65,10 @@ _BASIC_PROPERTIES: Final = ("Name", "Description", "ChildCount")
 
 @dataclass(frozen=True, slots=True)
 class Basics:
-    """What identifies a node and its place in the tree (the cache holds exactly this)."""
+    """What identifies a node and its place in the tree (the cache holds exactly this).
+
+    ``large``: the object has too many children to list (see :mod:`.bounded`); ``children``
+    is then empty and ``count`` says how many there are."""
 
     role: int
     name: str
@@ -68,6 +76,8 @@ class Basics:
     states: int
     interfaces: frozenset[str]
     children: tuple[Ref, ...]
+    large: bool = False
+    count: int = 0
 
 
 @dataclass(slots=True)
@@ -141,10 +151,12 @@ class _Ahead:
 
 @dataclass(slots=True)
 class Walk:
-    """One read of one window: the budget, the optional cache and what was skipped."""
+    """One read of one window: the budgets (nodes, and a deadline on the trio clock), the
+    optional cache and what was skipped."""
 
     bus: Bus
     budget: int = DEFAULT_BUDGET
+    deadline: float = math.inf
     cache: _Cache | None = None
     limiter: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(MAX_IN_FLIGHT)
@@ -173,6 +185,8 @@ class Walk:
                 b = cache.items.get(ref)
                 if b is None or len(b.children) != cache.child_counts.get(ref, -1):
                     continue  # read live when reached: its children are not known here
+                if bounded.is_large(b.states, len(b.children)):
+                    continue  # read by window when reached (see .bounded)
                 if not model.needs_box(b.states) and ref != window:
                     continue  # left out on its states alone, with everything below it
                 if COMPONENT in b.interfaces and ref not in self.ahead:
@@ -198,23 +212,30 @@ class Walk:
         if self.cache is not None:
             cached = self.cache.items.get(ref)
             if cached is not None:
-                if len(cached.children) == self.cache.child_counts.get(ref, -1):
-                    return cached
-                async with self.limiter:
-                    (kids,) = await self.bus.call(ref, ACCESSIBLE, "GetChildren")
-                return Basics(
-                    cached.role,
-                    cached.name,
-                    cached.description,
-                    cached.states,
-                    cached.interfaces,
-                    tuple(_ref(k) for k in kids),
-                )
+                return await self._cached_basics(ref, cached, self.cache.child_counts.get(ref, -1))
         return await self._live_basics(ref)
+
+    async def _cached_basics(self, ref: Ref, cached: Basics, count: int) -> Basics:
+        """The cache's entry, with its children read live where the cache does not list them
+        all (created since; at-spi2-atk counts a container that manages its descendants as
+        -1 and lists none), and by window where there are too many to list."""
+        if len(cached.children) == count and not bounded.is_large(cached.states, count):
+            return cached
+        if count < 0 or bounded.is_large(cached.states, count):
+            async with self.limiter:
+                count = int(await self.bus.get(ref, ACCESSIBLE, "ChildCount"))
+            if bounded.is_large(cached.states, count):
+                return replace(cached, children=(), large=True, count=count)
+            if count == 0:
+                return replace(cached, children=())
+        async with self.limiter:
+            (kids,) = await self.bus.call(ref, ACCESSIBLE, "GetChildren")
+        return replace(cached, children=tuple(_ref(k) for k in kids))
 
     async def _live_basics(self, ref: Ref) -> Basics:
         """Properties and states always; role and interfaces unless known from an earlier
-        walk (they never change for one object); children only when it has any."""
+        walk (they never change for one object); children only when it has any, and never
+        when it has too many to list (:func:`.bounded.is_large`: they are read by window)."""
         got: dict[str, Any] = {}
         known = self.facts.get(ref)
 
@@ -222,15 +243,13 @@ class Walk:
             async with self.limiter:
                 got[key] = await self.bus.call(ref, ACCESSIBLE, method)
 
-        async def props_then_children() -> None:
+        async def props() -> None:
             async with self.limiter:
                 got["props"] = await self.bus.get_many(ref, ACCESSIBLE, _BASIC_PROPERTIES)
-            if int(got["props"].get("ChildCount", 1)) > 0:
-                await one("children", "GetChildren")
 
         with one_error():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(props_then_children)
+                nursery.start_soon(props)
                 nursery.start_soon(one, "state", "GetState")
                 if known is None:
                     nursery.start_soon(one, "role", "GetRole")
@@ -238,14 +257,21 @@ class Walk:
         if known is None:
             known = Facts(int(got["role"][0]), frozenset(str(i) for i in got["ifaces"][0]))
             self.facts[ref] = known
-        props = got["props"]
+        info = got["props"]
+        states = roles.states_from_words(got["state"][0])
+        count = int(info.get("ChildCount", 1))
+        large = bounded.is_large(states, count)
+        if count > 0 and not large:
+            await one("children", "GetChildren")
         return Basics(
             role=known.role,
-            name=str(props.get("Name", "")),
-            description=str(props.get("Description", "")),
-            states=roles.states_from_words(got["state"][0]),
+            name=str(info.get("Name", "")),
+            description=str(info.get("Description", "")),
+            states=states,
             interfaces=known.interfaces,
             children=tuple(_ref(k) for k in got.get("children", ((),))[0]),
+            large=large,
+            count=count if large else 0,
         )
 
     async def details(
@@ -263,26 +289,48 @@ class Walk:
             if known is not None and known.actions is not None:
                 actions = known.actions
             else:
-                async with self.limiter:
-                    (listed,) = await self.bus.call(ref, ACTION, "GetActions")
-                actions = tuple(str(a[0]) for a in listed)
+                actions = await self._action_names(ref)
                 if known is not None:
                     known.actions = actions
                 else:
                     self.facts[ref] = Facts(b.role, b.interfaces, actions)
         if TEXT in b.interfaces and not (b.role == Role.LABEL and b.name):
             # GetText(0, -1) gives "" on GTK 4, and an end past the text crashes GTK 3's
-            # table cells: ask for exactly the characters there are.
+            # table cells: ask for exactly the characters there are, and never more than
+            # MAX_TEXT of them (a whole book in an editor would be one huge reply).
             async with self.limiter:
                 count = int(await self.bus.get(ref, TEXT, "CharacterCount"))
             text = ""
             if count > 0:
+                end = min(count, MAX_TEXT)
                 async with self.limiter:
-                    (text,) = await self.bus.call(ref, TEXT, "GetText", "ii", (0, count))
+                    (text,) = await self.bus.call(ref, TEXT, "GetText", "ii", (0, end))
+                if end < count:
+                    text = f"{text}[… {count - end} more characters not read]"
         if VALUE in b.interfaces:
             async with self.limiter:
                 value = float(await self.bus.get(ref, VALUE, "CurrentValue"))
         return actions, text, value
+
+    async def _action_names(self, ref: Ref) -> tuple[str, ...]:
+        """The object's action names: from ``GetActions``, or one ``GetName`` each where that
+        answer cannot be trusted (see :func:`.roles.action_names`)."""
+        async with self.limiter:
+            (listed,) = await self.bus.call(ref, ACTION, "GetActions")
+        names = roles.action_names(listed)
+        if names is not None:
+            return names
+        got = [""] * len(listed)
+
+        async def one(at: int) -> None:
+            async with self.limiter:
+                (got[at],) = await self.bus.call(ref, ACTION, "GetName", "i", (at,))
+
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                for at in range(len(listed)):
+                    nursery.start_soon(one, at)
+        return tuple(str(name) for name in got)
 
     async def _showing_maintained(self, window: Basics) -> bool:
         """Whether ``showing`` can be trusted below this window: the window has it and so
@@ -350,7 +398,8 @@ class Walk:
         """Read ``ref`` and its on-screen subtree, and where it is: ``(node, SHOWN)``, or
         ``(None, why)`` when it vanished, is hidden or lies outside ``clip`` (the visible
         rectangle of the scrolled view around it)."""
-        if self.seen >= self.budget:
+        out_of_time = trio.current_time() >= self.deadline
+        if not root and (self.seen >= self.budget or out_of_time):
             self.complete = False
             return None, model.NOT_DRAWN
         self.seen += 1
@@ -370,7 +419,15 @@ class Walk:
             if place != model.SHOWN:
                 return None, place
             inner = model.child_clip(b.role, box, clip)
-        children: list[tuple[Node | None, str]] = [(None, model.NOT_DRAWN)] * len(b.children)
+        kids, unread = b.children, (0, 0, 0, 0)
+        if b.large:
+            window = await bounded.read_window(
+                self.bus, ref, b.count, box, b.interfaces, self.limiter
+            )
+            kids, unread = window.refs, (window.above, window.below, window.left, window.right)
+            self.complete = self.complete and window.located
+            inner = model.child_clip(Role.SCROLL_PANE, box, inner)  # its rectangle is its view
+        children: list[tuple[Node | None, str]] = [(None, model.NOT_DRAWN)] * len(kids)
         detail: list[tuple[tuple[str, ...], str | None, float | None]] = []
 
         async def child(i: int, child_ref: Ref) -> None:
@@ -385,15 +442,20 @@ class Walk:
         with one_error():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(own)
-                for i, child_ref in enumerate(b.children):
+                for i, child_ref in enumerate(kids):
                     nursery.start_soon(child, i, child_ref)
+        if not self.window_showing:
+            await self._drop_hidden_pages(ref, children)
+        places = [place for _, place in children]
+        if not root and model.hollow(box, places):
+            return None, model.NOT_DRAWN  # a page object whose content is not drawn
         actions, text, value = detail[0] if detail else ((), None, None)
-        places = model.resolve_sides([place for _, place in children])
+        places = model.resolve_sides(places)
         clipped = (
-            places.count(model.ABOVE),
-            places.count(model.BELOW),
-            places.count(model.LEFT),
-            places.count(model.RIGHT),
+            places.count(model.ABOVE) + unread[0],
+            places.count(model.BELOW) + unread[1],
+            places.count(model.LEFT) + unread[2],
+            places.count(model.RIGHT) + unread[3],
         )
         return (
             Node(
@@ -413,6 +475,22 @@ class Walk:
             model.SHOWN,
         )
 
+    async def _drop_hidden_pages(self, ref: Ref, children: list[tuple[Node | None, str]]) -> None:
+        """Where children share one rectangle (stack pages: GTK 4 keeps a page's rectangle
+        when it swaps it out), keep only the one on screen, if the app can tell which (see
+        :mod:`.pages`); the others become not drawn."""
+        kept = [at for at, (node, _) in enumerate(children) if node is not None]
+        nodes = [children[at][0] for at in kept]
+        for group in pages.stacked([n for n in nodes if n is not None]):
+            members = [nodes[at] for at in group]
+            async with self.limiter:
+                shown = await pages.shown_page(self.bus, ref, [m for m in members if m is not None])
+            if shown is None:
+                continue
+            for at, index in enumerate(group):
+                if at != shown:
+                    children[kept[index]] = (None, model.NOT_DRAWN)
+
 
 async def load_cache(bus: Bus, bus_name: str) -> _Cache | None:
     """GTK 4's whole-application cache, or None where the toolkit has none."""
@@ -428,13 +506,22 @@ async def read_tree(
     window: Ref,
     *,
     budget: int = DEFAULT_BUDGET,
+    time_budget: float = DEFAULT_TIME_BUDGET,
     cache: _Cache | None = None,
     facts: dict[Ref, Facts] | None = None,
 ) -> tuple[Node | None, Walk]:
     """The window's visible tree (None if the window itself vanished) and the walk's record.
 
-    ``facts`` carries what never changes per object from one walk of an app to the next."""
-    walk = Walk(bus, budget=budget, cache=cache, facts={} if facts is None else facts)
+    At most ``budget`` objects are read, and nothing is read once ``time_budget`` seconds
+    have passed: either way the walk's ``complete`` is False. ``facts`` carries what never
+    changes per object from one walk of an app to the next."""
+    walk = Walk(
+        bus,
+        budget=budget,
+        deadline=trio.current_time() + time_budget,
+        cache=cache,
+        facts={} if facts is None else facts,
+    )
     with one_error():
         async with trio.open_nursery() as nursery:
             walk.read_ahead(nursery, window)
