@@ -20,8 +20,20 @@ in a private Xvfb desktop of its own.
   (Shift pressed and released on the focused Calculator) timed in-process with and without
   the guard's server grab and owner check, in the same run; the difference is what every
   guarded batch adds.
+* typing at the speed of a machine (:func:`measure_typing`, its own private desktop): 1,000
+  characters of words, accented Latin, Greek, Cyrillic, CJK, Hangul, symbols and emoji
+  outside the BMP (59 characters the keymap lacks, three times the spare keycodes Xvfb has)
+  and line breaks, typed into Mousepad's (GTK 3) and GNOME Text Editor's (GTK 4) text view
+  through the backend's X11 layer as keys for an editable text go
+  (``X11.type_text(..., into_field=True)`` under the guard of the app's process), timed
+  until the app has read every key, then read back through the ``get_app_state`` tool and
+  compared exactly. p50 and p95 over ``TYPE_RUNS`` runs (target: p50 <= 2 s), and the
+  guard's share: the time spent in its checks (the focus window and its owner, under the
+  server grab) against the whole typing time. Then the same text once through the
+  ``type_text`` tool, paced as the backend paces it today.
 
-Run it alone as ``.venv/bin/python bench/atspi.py`` (JSON on stdout). The private desktops draw
+Run it alone as ``.venv/bin/python bench/atspi.py`` (JSON on stdout; ``bench/atspi.py typing``
+for the typing case alone). The private desktops draw
 GTK 4 with cairo, as every desktop Deskhand starts does (there is no GPU under Xvfb); with
 ``GSK_RENDERER=gl`` in the environment the apps draw with OpenGL in software (llvmpipe), GTK's
 default elsewhere, and the record says which renderer ran. ``bench/run.py``
@@ -32,6 +44,7 @@ Text Editor part where gnome-text-editor is missing).
 from __future__ import annotations
 
 import json
+import random
 import re
 import shutil
 import statistics
@@ -62,6 +75,13 @@ TARGET = 0.5
 TARGET_CLICK_MS = 150.0
 APP = "gnome-calculator"
 EDITOR = "gnome-text-editor"
+TYPE_CHARS = 1000
+TYPE_RUNS = 7
+TARGET_TYPE_S = 2.0
+TYPE_APPS = {"Mousepad": "mousepad", "Text Editor": EDITOR}
+# Characters a US keymap lacks: accented Latin, Greek, Cyrillic, CJK, Hangul, symbols, and
+# emoji outside the Basic Multilingual Plane.
+FOREIGN = "éèàçñüößøåæœ€£¥αβγδεζηθλμπσωΩΔЖЯжяшщыюБГД中文字日本語한국어😀🎉🚀👍🌍→≠∞½"
 
 
 def available() -> str:
@@ -107,6 +127,7 @@ def measure_atspi() -> dict[str, Any]:
     else:
         with xsession.private_desktop(apps=(EDITOR,)) as desk:
             results["text_editor"] = _measure_editor(desk)
+    results["typing"] = measure_typing()
     return results
 
 
@@ -353,8 +374,156 @@ def _guard_cost(desk: xsession.Desktop) -> dict[str, float]:
     }
 
 
+# --- typing at the speed of a machine --------------------------------------------------------
+
+
+def typing_text(length: int = TYPE_CHARS, seed: int = 22) -> str:
+    """``length`` characters: English words, two foreign characters after each, a line break
+    every ten words (no line starts with a space, so no editor re-indents it)."""
+    rng = random.Random(seed)
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
+    words += ["typing", "at", "machine", "speed", "42+8=50!", "x*y/z", "a@b.c", "#1", "100%"]
+    out: list[str] = []
+    i = 0
+    while sum(map(len, out)) < length:
+        pair = FOREIGN[i % len(FOREIGN)] + rng.choice(FOREIGN)
+        out.append(f"{rng.choice(words)} {pair}" + ("\n" if i % 10 == 9 else " "))
+        i += 1
+    text = "".join(out)[:length]
+    return text[:-1] + "." if text[-1] in " \n" else text
+
+
+def typing_available() -> dict[str, str]:
+    """The typing case's apps that are installed, by the name the backend knows them by."""
+    return {name: binary for name, binary in TYPE_APPS.items() if shutil.which(binary)}
+
+
+def measure_typing() -> dict[str, Any]:
+    apps = typing_available()
+    if not apps:
+        return {"error": f"skipped: needs one of {', '.join(TYPE_APPS.values())}"}
+    text = typing_text()
+    results: dict[str, Any] = {
+        "chars": len(text),
+        "foreign_distinct": len(set(text) & set(FOREIGN)),
+        "target_s": TARGET_TYPE_S,
+    }
+    with xsession.private_desktop() as desk:
+        desk.env["XDG_DATA_HOME"] = str(desk.root / "data")  # the editors' drafts stay here
+        child = _server(desk)
+        try:
+            for name in apps:
+                results[name] = _typing_runs(desk, child, name, text)
+        finally:
+            child.close()
+    return results
+
+
+class _TimedTargets:
+    """Stands in for the X11 object's :class:`~deskhand_d.backends.atspi.x11guard.Targets`,
+    adding up the time of the guard's checks: which window keys would reach, and whose it is."""
+
+    def __init__(self, targets: Any) -> None:
+        self._targets = targets
+        self.seconds = 0.0
+        self.checks = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._targets, name)
+
+    def key_window(self) -> int:
+        start = time.perf_counter()
+        try:
+            return int(self._targets.key_window())
+        finally:
+            self.seconds += time.perf_counter() - start
+
+    def check(self, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._targets.check(*args)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.checks += 1
+
+
+def _text_area(child: McpChild, app: str) -> ax.tree.Element:
+    _first_state(child, app, "text entry area")
+    tree = ax.parse(child.call("get_app_state", app=app).text)
+    return next(e for e in tree.elements if e.role.startswith("text entry area"))
+
+
+def _emptied(child: McpChild, app: str) -> int:
+    """Click into the app's text view and empty it; the app's pid."""
+    area = _text_area(child, app)
+    for tool, args in (
+        ("click", {"element_index": str(area.index)}),
+        ("press_key", {"key": "ctrl+a"}),
+        ("press_key", {"key": "Delete"}),
+    ):
+        done = child.call(tool, app=app, **args)
+        assert not done.is_error, done.text
+    tree = ax.parse(child.call("get_app_state", app=app).text)
+    assert tree.pid is not None
+    return tree.pid
+
+
+def _typing_runs(desk: xsession.Desktop, child: McpChild, app: str, text: str) -> dict[str, Any]:
+    from deskhand_d.backends.atspi.x11 import X11
+    from deskhand_d.backends.atspi.x11guard import Guard
+
+    typed_s: list[float] = []
+    read_ms: list[float] = []
+    guard_s: list[float] = []
+    checks = exact = 0
+    for _ in range(TYPE_RUNS):
+        pid = _emptied(child, app)
+        with X11.open(desk.display) as x:
+            timed = _TimedTargets(x._targets)
+            x._targets = timed
+            start = time.perf_counter()
+            x.type_text(text, guard=Guard(pid=pid), into_field=True)
+            typed_s.append(time.perf_counter() - start)
+        guard_s.append(timed.seconds)
+        checks = timed.checks
+        start = time.perf_counter()
+        area = _text_area(child, app)
+        read_ms.append((time.perf_counter() - start) * 1000)
+        exact += area.attributes.get("Value", "") == text
+    tool = _typing_tool(child, app, text)
+    return {
+        "typed_p50_s": round(statistics.median(typed_s), 3),
+        "typed_p95_s": round(_p(typed_s, 0.95), 3),
+        "typed_s": [round(v, 3) for v in typed_s],
+        "exact_runs": exact,
+        "runs": TYPE_RUNS,
+        "read_back_p50_ms": round(statistics.median(read_ms), 1),
+        "guard_checks": checks,
+        "guard_p50_ms": round(statistics.median(guard_s) * 1000, 2),
+        "guard_share": round(
+            statistics.median(g / t for g, t in zip(guard_s, typed_s, strict=True)), 4
+        ),
+        **tool,
+    }
+
+
+def _typing_tool(child: McpChild, app: str, text: str) -> dict[str, Any]:
+    """The same text once through the ``type_text`` tool (its reply included), as the backend
+    paces it today."""
+    _emptied(child, app)
+    start = time.perf_counter()
+    done = child.call("type_text", 60, app=app, text=text)
+    seconds = time.perf_counter() - start
+    assert not done.is_error, done.text
+    value = _text_area(child, app).attributes.get("Value", "")
+    return {"tool_s": round(seconds, 2), "tool_exact": value == text}
+
+
 if __name__ == "__main__":
     missing = available()
     if missing:
         sys.exit(f"bench/atspi.py needs {missing} (run .ci/setup-desktop.sh)")
-    print(json.dumps(measure_atspi()))
+    if sys.argv[1:] == ["typing"]:
+        print(json.dumps(measure_typing()))
+    else:
+        print(json.dumps(measure_atspi()))
