@@ -29,7 +29,7 @@ import trio
 
 from ..skyserver import texts
 from . import roles
-from .apps import WINDOW_COORDS, extents
+from .apps import SCREEN_COORDS, WINDOW_COORDS, extents
 from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
 from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref, click_is_delayed
 from .roles import Role, State
@@ -101,10 +101,26 @@ async def _do_action(bus: Bus, ref: Ref, index: int) -> None:
 
 
 async def element_centre(target: Target, node: Node) -> tuple[float, float]:
+    """The element's centre on the screen, from its rectangle relative to its window (GTK 4
+    answers nothing else) placed at the window's origin, unless that rectangle is not the
+    screen rectangle's size: Qt 5 computes window-relative rectangles wrongly (a menu title 34
+    x 22 on screen comes back 34 x -20), so its screen rectangle, which it gets right, is
+    taken instead."""
+    got: dict[int, tuple[int, int, int, int]] = {}
+
+    async def one(coords: int) -> None:
+        got[coords] = await extents(target.bus, node.ref, coords)
+
     try:
-        box = await extents(target.bus, node.ref, WINDOW_COORDS)
+        with one_error():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(one, WINDOW_COORDS)
+                nursery.start_soon(one, SCREEN_COORDS)
     except BusError:
         raise ToolError(texts.STALE_ELEMENT) from None
+    box, screen = got[WINDOW_COORDS], got[SCREEN_COORDS]
+    if box[2:] != screen[2:] and screen[2] > 0 and screen[3] > 0:
+        return centre(screen)
     if box[2] <= 0 or box[3] <= 0:
         raise ToolError(texts.server_error(-10005, "the element is not on screen"))
     return to_screen(target.origin, *centre(box))
@@ -117,7 +133,13 @@ CELL_ROLES: Final = frozenset({56, 57, 58, 10, 47})
 
 
 async def click_element(
-    target: Target, node: Node, button: str, count: int, *, gtk3: bool = False
+    target: Target,
+    node: Node,
+    button: str,
+    count: int,
+    *,
+    gtk3: bool = False,
+    menus_by_pointer: bool = False,
 ) -> bool:
     """Click ``node``: its press-like action, else the pointer at its centre. True when the
     click was a pointer press standing in for a delayed button action (see the module notes):
@@ -131,6 +153,11 @@ async def click_element(
     handled in the app's own loop. A cell's only press-like action activates its row (a double
     click's work) where a click selects it. The open menu lies on top, and a cell answers only
     while it is in view, so the click reaches them (and the input guard checks that it does).
+
+    ``menus_by_pointer``: the same for menu items of any toolkit whose screen rectangles are
+    right (every one but GTK 4): Qt runs a menu item's command inside ``DoAction`` too, and a
+    command that opens a modal dialog (FeatherPad's Options > Preferences) would hold the call
+    until the dialog closed.
     """
     if button == "left" and count == 1 and takes_caret(node):
         if await focus_text(target.bus, node):
@@ -139,7 +166,10 @@ async def click_element(
         await _x11(target, "click", x, y, button, count)
         return False
     primary = roles.primary_action(node.actions)
-    by_pointer = gtk3 and node.role in LEAF_MENU_ROLES | CELL_ROLES and button == "left"
+    by_pointer = button == "left" and (
+        (gtk3 and node.role in CELL_ROLES)
+        or ((gtk3 or menus_by_pointer) and node.role in LEAF_MENU_ROLES)
+    )
     if button == "left" and primary is not None and not by_pointer:
         delayed = count == 1 and click_is_delayed(node.role, node.actions)
         if delayed and await _press_with_pointer(target, node):

@@ -31,7 +31,7 @@ from .roles import Role, State
 LAUNCH_TIMEOUT: Final = 20.0
 LAUNCH_SETTLE: Final = 1.0
 _POLL: Final = 0.2
-_SCREEN: Final = 0  # AtspiCoordType: screen
+SCREEN_COORDS: Final = 0  # AtspiCoordType: screen
 WINDOW_COORDS: Final = 1  # AtspiCoordType: window
 
 
@@ -182,7 +182,7 @@ async def surfaces_of(bus: Bus, app: RunningApp) -> list[Ref]:
     return [fallback] if fallback is not None else []
 
 
-async def extents(bus: Bus, ref: Ref, coords: int = _SCREEN) -> tuple[int, int, int, int]:
+async def extents(bus: Bus, ref: Ref, coords: int = SCREEN_COORDS) -> tuple[int, int, int, int]:
     """``(x, y, width, height)`` of an object; GTK 4 answers window-relative either way."""
     (box,) = await bus.call(ref, COMPONENT, "GetExtents", "u", (coords,))
     x, y, w, h = (int(v) for v in box)

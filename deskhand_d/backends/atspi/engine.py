@@ -209,7 +209,7 @@ class Backend:
         self._walked: set[str] = set()  # apps (bus names) walked live once: cache allowed
         self._no_cache: set[str] = set()
         self._facts: dict[str, dict[Ref, Facts]] = {}  # per app: what never changes per object
-        self._toolkits: dict[str, int | None] = {}  # per app: its toolkit's major version
+        self._toolkits: dict[str, tuple[str, int | None]] = {}  # per app: toolkit, major
         self._entries = apps.Entries(self.env)
         self.reaper = Reaper()
         self.switch = Switch(self.env)
@@ -629,19 +629,20 @@ class Backend:
         await actions.check_alive(self.bus, node)
         return node
 
-    async def _toolkit_major(self, session: Session) -> int | None:
-        """The major version of the app's toolkit (``Application.Version``: GTK says
-        ``3.24.38`` or ``4.8.3``), read once per app; None when it does not say."""
+    async def _toolkit(self, session: Session) -> tuple[str, int | None]:
+        """The app's toolkit and its major version (``Application.ToolkitName`` and
+        ``Version``: GTK says ``GTK`` and ``3.24.38`` or ``4.8.3``, Qt ``Qt`` and ``5.15.8``),
+        read once per app; ``""`` and None for what it does not say."""
         name = session.bus_name
         if name not in self._toolkits:
+            ref = (name, session.app.ref_path)
+            got = await self.bus.get_many(ref, APPLICATION, ("ToolkitName", "Version"))
             major: int | None = None
             try:
-                ref = (name, session.app.ref_path)
-                version = str(await self.bus.get(ref, APPLICATION, "Version"))
-                major = int(version.split(".")[0])
-            except (Gone, CallFailed, BusTimeout, ValueError):
+                major = int(str(got.get("Version", "")).split(".")[0])
+            except ValueError:
                 pass
-            self._toolkits[name] = major
+            self._toolkits[name] = (str(got.get("ToolkitName", "")), major)
         return self._toolkits[name]
 
     @staticmethod
@@ -701,6 +702,7 @@ class Backend:
             if button not in ("left", "right", "middle"):
                 raise ToolError(texts.INVALID_PARAMETER)
             if node is not None:
+                toolkit = await self._toolkit(session)
                 if count == 1 and button == "left" and verify.toggles(node):
                     self._toggle = (node.ref, verify.toggled_bits(node.states))
                 at_once = await actions.click_element(
@@ -708,7 +710,8 @@ class Backend:
                     node,
                     button,
                     count,
-                    gtk3=await self._toolkit_major(session) == 3,
+                    gtk3=toolkit == ("GTK", 3),
+                    menus_by_pointer=toolkit[0] != "GTK" or toolkit[1] == 3,
                 )
                 if at_once:
                     self.settler.at_once()
