@@ -15,13 +15,12 @@ entry marked running instead of Mousepad.
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Iterator
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from dhtest.mcpstdio import ToolResult
 from mcpclient import Server
+from screenread import index, observe, ok, seen, where
 
 from deskhand_d import ax
 
@@ -45,54 +44,6 @@ def server(desktop: Desktop) -> Iterator[Server]:
     s.initialize()
     yield s
     assert s.close() == 0, s.stderr_text()
-
-
-def ok(result: ToolResult) -> ToolResult:
-    assert not result.is_error, result.text
-    return result
-
-
-def observe(server: Server, app: str) -> ToolResult:
-    return ok(server.call("get_app_state", 90, app=app))
-
-
-def index(text: str, pattern: str) -> str:
-    """The index of the first element line matching ``pattern`` (after the index)."""
-    found = re.search(rf"^\t*(\d+) {pattern}", text, re.MULTILINE)
-    assert found, f"no element matching {pattern!r} in\n{text}"
-    return found.group(1)
-
-
-def words(result: ToolResult) -> list[tuple[str, float, float]]:
-    """The screenshot read by tesseract: (word, centre x, centre y) in screenshot pixels."""
-    assert result.images, f"no screenshot: {result.text[:300]}"
-    _, png = result.images[-1]
-    tsv = subprocess.run(
-        ["tesseract", "stdin", "stdout", "--psm", "11", "tsv"],  # 11: sparse text, as UIs are
-        input=png,
-        capture_output=True,
-        check=True,
-        timeout=60,
-    ).stdout.decode()
-    out = []
-    for line in tsv.splitlines()[1:]:
-        cells = line.split("\t")
-        if len(cells) == 12 and cells[11].strip():
-            left, top, width, height = (int(c) for c in cells[6:10])
-            out.append((cells[11].strip(), left + width / 2, top + height / 2))
-    return out
-
-
-def seen(result: ToolResult) -> str:
-    """The screenshot's words, lower case (tesseract's case is not reliable)."""
-    return " ".join(w for w, _, _ in words(result)).lower()
-
-
-def where(result: ToolResult, word: str) -> tuple[float, float]:
-    for text, x, y in words(result):
-        if text.strip("_.,").lower() == word.lower():
-            return x, y
-    raise AssertionError(f"{word!r} not on the screenshot: {seen(result)}")
 
 
 def tree_top(text: str) -> str:
