@@ -226,6 +226,20 @@ def test_geany_tick_a_check_item_and_open_and_close_about(server: Server) -> Non
     )
     assert tree_top(about.text) == "0 dialog About Geany", about.text[:500]
     assert "lightweight" in seen(about).split()
+    # the dialog is modal: an element of the window behind it is refused, nothing sent
+    behind = server.call(
+        "click", 30, app="Geany", element_index=index(about.text, "menu bar item View")
+    )
+    note = (behind.raw.get("_meta") or {}).get("deskhand/delivery")
+    assert behind.is_error and note == {
+        "state": "refused",
+        "reason": "modal_dialog",
+        "dialog": "About Geany",
+    }, behind.text
+    assert "About Geany" in behind.text
+    about = observe(server, "Geany")  # still open, nothing else opened
+    assert tree_top(about.text) == "0 dialog About Geany"
+    assert "menu item Show White Space" not in about.text
     closed = ok(
         server.call("click", 30, app="Geany", element_index=index(about.text, "button Close"))
     )
