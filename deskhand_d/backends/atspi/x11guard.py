@@ -1,10 +1,10 @@
 """Which process synthesized input would reach right now, and the rule that stops it otherwise.
 
 What this owns: the input-target rule of the Linux backend. Before each batch of synthesized
-input (one typed character, one key chord, one button press with its release, one wheel step,
-one step of a drag) the X server is grabbed, the window that would receive the events is found,
-its owning process is compared with the process the person allowed, and only on a match are
-the events sent, still under the grab. The grab makes the check and the events one step: no
+input (a run of typed characters, one key chord, one button press with its release, one wheel
+step, one step of a drag) the X server is grabbed, the window that would receive the events is
+found, its owning process is compared with the process the person allowed, and only on a match
+are the events sent, still under the grab. The grab makes the check and the events one step: no
 other client's request (a window raised, the focus moved, an app exiting) is processed in
 between, so input can never slip into another app through the gap.
 
@@ -20,6 +20,9 @@ between, so input can never slip into another app through the gap.
   (:meth:`Targets.windows_of`), whether that window is the top-most one at the point
   (:meth:`Targets.chain_at`), and whether any client holds a pointer grab
   (:meth:`Targets.pointer_grabbed`); if any answer is wrong, nothing is sent.
+* Whether the app has read the keys sent to it so far, which the X server cannot say: the app
+  is asked with a ``_NET_WM_PING`` (:class:`Echo`). Typing waits for the answer before a
+  borrowed keycode changes its meaning.
 
 :class:`InputStopped` says how far input got: ``done`` of ``total`` units (characters, keys,
 clicks, wheel steps, drag steps) and why it stopped (``target_changed``: another app's window
