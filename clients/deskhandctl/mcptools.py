@@ -192,6 +192,7 @@ _OUTPUT: dict[str, dict[str, Any]] = {
             "text": {"type": "string"},
             "has_screenshot": {"type": "boolean"},
             "approval_reason": _NULLABLE_STRING,
+            "effect": {"enum": ["changed", "unreadable", None]},
         },
         "required": ["app", "tool", "delivery", "ok", "state_id"],
     },
@@ -502,6 +503,11 @@ def _action(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     delivery = _delivery(result.get("delivery"))  # never guessed: unknown unless stated
     outcome = "done" if ok else "delivered, but the app or backend reported a problem"
     lines = [f"{tool} on {app}: {outcome} (delivery: {delivery})."]
+    effect = result.get("effect")
+    if effect == "changed":
+        lines[0] += f" Reading the {result.get('effect_of') or 'element'} back shows the change."
+    elif effect == "unreadable":
+        lines[0] += " The app does not let the element be read back: check the tree below."
     if result.get("text"):
         lines.append(str(result["text"]))
     if isinstance(state_id, str) and state_id:
@@ -521,6 +527,7 @@ def _action(result: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         "text": str(result.get("text", "")),
         "has_screenshot": bool(result.get("screenshot")),
         "approval_reason": result.get("approval_reason"),
+        "effect": effect if effect in ("changed", "unreadable") else None,
     }
     return "\n\n".join(lines), structured
 

@@ -208,6 +208,9 @@ def action(result: dict[str, Any], screenshot_note: str | None = None) -> str:
     if screenshot_note:
         lines.append(f"screenshot: {screenshot_note}")
     lines.append(result_delivery(result))
+    effect = effect_line(result)
+    if effect:
+        lines.append(effect)
     if result.get("approval_reason"):
         lines.append(f"approval: {printable(str(result['approval_reason']))}")
     if result.get("state_id"):
@@ -340,6 +343,21 @@ def result_delivery(result: dict[str, Any]) -> str:
     elif result.get("ok") is False:
         line += " (the backend reported an error, see above)"
     return line
+
+
+_EFFECTS = {
+    "changed": "reading the element back shows the change",
+    "unreadable": "the app does not let the element be read back, so the change is unconfirmed",
+}
+
+
+def effect_line(result: dict[str, Any]) -> str:
+    """``effect: changed (value): ...`` when the backend read the element back, else ``""``."""
+    said = result.get("effect")
+    if said not in _EFFECTS:
+        return ""
+    what = printable(str(result.get("effect_of") or ""))
+    return f"effect: {said}{f' ({what})' if what else ''}: {_EFFECTS[str(said)]}"
 
 
 def error_delivery(data: dict[str, Any], *, acts: bool) -> str:

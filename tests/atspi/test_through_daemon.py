@@ -182,3 +182,46 @@ def test_auto_picks_atspi_with_a_desktop_and_the_simulator_without(desk: Desktop
         bare.stop()
     assert missing["backend"] == "auto -> sim", missing
     assert "session bus" in missing["notice"], missing["notice"]
+
+
+def test_the_reply_and_the_audit_say_what_reading_back_showed(desk: Desktop) -> None:
+    """set-value and type on Calculator's display through the daemon: the reply carries the
+    effect read back (and the CLI prints it on its own line), and so does the audit log."""
+    root = short_tmpdir()
+    env = backend_env(desk)
+    grant_calculator(env)(root / "config")
+    daemon = spawn_daemon(root, extra_env=env)
+    try:
+        seen = ctl(daemon, "observe", "Calculator")
+        entry = next(e for e in ax.parse(seen["text"]).elements if e.role == "text entry area")
+        done = ctl(
+            daemon, "set-value", "--app", "Calculator", "--state", seen["state_id"],
+            "--index", str(entry.index), "12+30",
+        )  # fmt: skip
+        assert (done["delivery"], done["effect"], done["effect_of"]) == (
+            "dispatched",
+            "changed",
+            "value",
+        ), done
+        seen = ctl(daemon, "observe", "Calculator")
+        human = subprocess.run(
+            [*CTL, "type", "--app", "Calculator", "--state", seen["state_id"], "*2"],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env={
+                "PATH": "/usr/bin:/bin", "HOME": str(daemon.root / "home"),
+                "DESKHAND_SOCKET": str(daemon.socket), "DESKHAND_NO_AUTOSTART": "1",
+                "PYTHONPATH": str(ROOT / "clients"),
+            },
+        )  # fmt: skip
+        assert human.returncode == 0, human.stdout + human.stderr
+        assert "\neffect: changed (text): " in human.stdout, human.stdout[-800:]
+        assert human.stdout.count("\ndelivery: ") == 1
+        audit = [
+            json.loads(line)
+            for p in (root / "state").rglob("audit.jsonl")
+            for line in p.read_text().splitlines()
+        ]
+        ends = [(a["tool"], a["effect"]) for a in audit if a.get("phase") == "end"]
+        assert ("set_value", "changed") in ends and ("type_text", "changed") in ends, ends
+    finally:
+        daemon.stop()
