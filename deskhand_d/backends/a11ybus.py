@@ -66,6 +66,7 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
             SESSION_BUS_FIX,
         )
     address = env.get("AT_SPI_BUS_ADDRESS", "")
+    switch = ""
     if not address:
         try:
             conn = open_dbus_connection(session, auth_timeout=timeout)
@@ -81,6 +82,7 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
             body = unwrap_msg(reply)  # raises DBusErrorResponse for an error reply
             found = body[0] if body else ""
             address = found if isinstance(found, str) else ""
+            switch = _switch_words(conn, timeout)
         except Exception as exc:  # a D-Bus error reply or a timeout
             return Probe(
                 False,
@@ -96,4 +98,36 @@ def probe(env: Mapping[str, str], timeout: float = 1.0) -> Probe:
     except Exception as exc:
         why = type(exc).__name__
         return Probe(False, f"the accessibility bus does not accept connections ({why}).", _RESTART)
-    return Probe(True, "a session bus and its accessibility bus are reachable.")
+    return Probe(True, f"a session bus and its accessibility bus are reachable.{switch}")
+
+
+#: What the accessibility switch means for the apps, said once it is known to be off.
+SWITCH_OFF = (
+    " The session's accessibility switch (org.a11y.Status IsEnabled) is off, as on a desktop "
+    "where no screen reader ran: Firefox, Qt apps and LibreOffice answer only while it is on, "
+    "so Deskhand's Linux backend turns it on while it runs and back off when it stops (an "
+    "app that was started before and does not notice may need a restart)."
+)
+#: Chromium's own switch, which no session setting replaces.
+CHROMIUM_NOTE = (
+    " Chromium, Chrome and Electron apps fill their windows for accessibility only when "
+    "started with --force-renderer-accessibility: Deskhand adds it when it starts one; one "
+    "started otherwise must be quit and observed again."
+)
+
+
+def _switch_words(conn: object, timeout: float) -> str:
+    """What the session's accessibility switch says, as sentences for ``why``."""
+    from jeepney import DBusAddress, Properties
+    from jeepney.wrappers import unwrap_msg
+
+    status = DBusAddress(_BUS_PATH, bus_name=_BUS_NAME, interface="org.a11y.Status")
+    try:
+        reply = conn.send_and_get_reply(  # type: ignore[attr-defined]
+            Properties(status).get("IsEnabled"), timeout=timeout
+        )
+        (value,) = unwrap_msg(reply)
+        on = bool(value[1])
+    except Exception:  # an old launcher without the property: nothing to say
+        return CHROMIUM_NOTE
+    return (" The session's accessibility switch is on." if on else SWITCH_OFF) + CHROMIUM_NOTE

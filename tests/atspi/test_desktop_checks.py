@@ -61,6 +61,35 @@ def test_a_whole_private_desktop_passes_and_auto_picks_atspi(desk: Desktop) -> N
     assert spec.kind == "atspi" and spec.notice.startswith("using AT-SPI: X display")
 
 
+def _set_switch(desk: Desktop, on: bool) -> None:
+    subprocess.run(
+        [
+            "dbus-send", "--session", "--dest=org.a11y.Bus", "--print-reply", "/org/a11y/bus",
+            "org.freedesktop.DBus.Properties.Set", "string:org.a11y.Status", "string:IsEnabled",
+            f"variant:boolean:{'true' if on else 'false'}",
+        ],
+        env=desk.env, check=True, capture_output=True, timeout=10,
+    )  # fmt: skip
+
+
+def test_the_accessibility_switch_and_chromium_are_explained(desk: Desktop) -> None:
+    """The bus check says whether the session's switch is on and what that means for apps,
+    and what Chromium-family apps need whatever the switch says."""
+    _set_switch(desk, False)
+    off = next(c for c in deskcheck.run(desk.env) if c.name == "accessibility_bus")
+    assert off.status == "ok"
+    assert "accessibility switch (org.a11y.Status IsEnabled) is off" in off.detail
+    assert "turns it on while it runs" in off.detail
+    assert "--force-renderer-accessibility" in off.detail
+    _set_switch(desk, True)
+    try:
+        on = next(c for c in deskcheck.run(desk.env) if c.name == "accessibility_bus")
+        assert "accessibility switch is on" in on.detail and " is off" not in on.detail
+        assert "--force-renderer-accessibility" in on.detail
+    finally:
+        _set_switch(desk, False)
+
+
 def test_without_the_session_bus_auto_refuses_with_the_fix(desk: Desktop) -> None:
     """The issue's reproduction: DISPLAY is there, DBUS_SESSION_BUS_ADDRESS is not."""
     env = {k: v for k, v in desk.env.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
