@@ -283,8 +283,9 @@ def truncation_note(rendering: Rendering) -> str:
     shown = len(rendering.lines)
     if not rendering.complete:
         return (
-            f"Only the first {shown} elements of this window are listed: it has more than "
-            "the node limit allows, and the rest was not read."
+            f"Only the first {shown} elements of this window are listed: reading it stopped "
+            "at a limit (the number of elements, the time a reading may take, or a list that "
+            "does not say which of its items are in view), and the rest was not read."
         )
     return (
         f"Only the first {shown} of {rendering.total} elements of this window are listed; "
