@@ -116,6 +116,19 @@ def test_embedded_object_characters_are_not_text() -> None:
     assert render.element_of(dialog, None).value is None
     section = node("/s", 85, "", text="\ufffc")
     assert render.element_of(section, None).label == ""
+    links = (node("/a", Role.LINK, "first link"), node("/b", Role.LINK, "second link"))
+    para = node("/p", 73, "", *links, text="Read the \ufffc and then \ufffc please.")
+    assert render.element_of(para, None).label == (
+        "Read the first link and then second link please."
+    )
+    runs = (node("/r1", Role.STATIC, "Read the "), links[0], node("/r2", Role.STATIC, " and"))
+    chromium = node("/c", 73, "", *runs, text="Read the \ufffc and")
+    assert render.element_of(chromium, None).label == "Read the first link and"
+    assert render.element_of(runs[0], None).value is None  # "Read the " is its name
+    page = node("/doc", 95, "Page", chromium, text="Read the first link and")
+    assert render.element_of(page, None).value is None  # the children show it
+    hidden_one = node("/q", 73, "", links[0], text="Read the \ufffc and then \ufffc please.")
+    assert render.element_of(hidden_one, None).label == "Read the and then please."
 
 
 def test_action_names_read_one_by_one_when_the_list_lies() -> None:
@@ -124,6 +137,8 @@ def test_action_names_read_one_by_one_when_the_list_lies() -> None:
     assert roles.action_names([(";;", ";;", ";;")]) is None
     assert roles.action_names([("", "", "")]) is None
     assert roles.action_names([]) == ()
+    assert roles.primary_action(["check", "showContextMenu"]) == 0  # a browser's check box
+    assert roles.primary_action(["doDefault", "showContextMenu"]) is None
 
 
 def test_tabs_and_links_act_late_like_buttons() -> None:

@@ -157,6 +157,36 @@ def chosen_value(node: Node) -> str:
     return " ".join(pieces)
 
 
+def shown_text(node: Node) -> str | None:
+    """``node``'s text as a person reads it. Pure.
+
+    A hypertext (a web page's paragraph) holds U+FFFC where each embedded child object (a
+    link) sits: when there are exactly as many of those as children listed, each stands for
+    its child's own text (``Read the first link and then ...``); otherwise they are dropped."""
+    text = node.text
+    if text is None or roles.EMBEDDED_OBJECT not in text:
+        return text
+    # Chromium also lists the runs of text between the objects as children (static text).
+    embedded = [c for c in node.children if c.role != Role.STATIC]
+    wanted = text.count(roles.EMBEDDED_OBJECT)
+    for children in (node.children, embedded):
+        if wanted == len(children):
+            pieces = iter([_text_of(child) for child in children])
+            text = "".join(next(pieces) if ch == roles.EMBEDDED_OBJECT else ch for ch in text)
+            break
+    return roles.without_embeds(text)
+
+
+#: A document's own text repeats everything its children show (Chromium's web document).
+_DOCUMENT_ROLES = frozenset({82, 92, 93, 94, 95})
+
+
+def _whole_page(node: Node) -> bool:
+    """A document that cannot be edited and lists its content as children: its text is all
+    of theirs run together, and would only repeat the tree below it."""
+    return node.role in _DOCUMENT_ROLES and not node.text_settable and bool(node.children)
+
+
 def _role_words(node: Node, parent: Node | None) -> str:
     """:func:`.roles.role_words`, and for a window of the app's own whose role says nothing
     (GTK 4's About dialog is a ``filler``): ``dialog`` when modal, else ``window``."""
@@ -190,13 +220,13 @@ def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> 
         flags.append("collapsed")
 
     value: str | None = None
-    text = roles.without_embeds(node.text) if node.text is not None else None
+    text = shown_text(node)
     if text is not None:
         if node.text_settable:
             value = text
         elif not label:
-            label = text
-        elif text != label and text.strip():
+            label = text.strip()
+        elif text.strip() != label and text.strip() and not _whole_page(node):
             value = text
     elif node.value is not None:
         shown = format_value(node.value)

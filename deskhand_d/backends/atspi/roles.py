@@ -304,8 +304,19 @@ def text_role(states: int) -> str:
 
 # --- what a click does --------------------------------------------------------------------
 
-#: Action names (case-insensitive, after the last ``.``) that mean "press this element".
-PRESS_ACTIONS: Final = ("click", "press", "activate", "toggle", "jump")
+#: Action names (case-insensitive, after the last ``.``) that mean "press this element";
+#: browsers name a check box's and a tab's by what pressing does (``check``, ``uncheck``,
+#: ``switch``).
+PRESS_ACTIONS: Final = (
+    "click",
+    "press",
+    "activate",
+    "toggle",
+    "jump",
+    "check",
+    "uncheck",
+    "switch",
+)
 
 
 def action_names(listed: Sequence[Sequence[str]]) -> tuple[str, ...] | None:
@@ -327,7 +338,8 @@ def action_names(listed: Sequence[Sequence[str]]) -> tuple[str, ...] | None:
 def primary_action(names: Sequence[str]) -> int | None:
     """Which action a click by index performs: the first press-like one, else None.
 
-    GTK 3 and GTK 4 buttons say ``click``; entries ``activate``; links ``jump``. Elements
+    GTK 3 and GTK 4 buttons say ``click``; entries ``activate``; links ``jump``; a browser's
+    check box ``check`` or ``uncheck`` and its tabs ``switch``. Elements
     whose actions are all something else (a GTK 4 label's ``clipboard.copy`` …) have no
     primary action: clicking them clicks their centre instead.
     """
