@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from .bus import Bus, BusError
-from .model import ACCESSIBLE, COMPONENT, Box, Node, Ref
+from .model import ACCESSIBLE, COMPONENT, NOT_DRAWN, Box, Node, Ref
 
 SCREEN_COORDS: Final = 0  # AtspiCoordType, as the walk reads rectangles
 #: How many ancestors of a picked object are looked up to find the page holding it.
@@ -126,3 +126,18 @@ async def _holder_above(bus: Bus, parent: Ref, pages: Sequence[Node], found: Ref
         if current[1] == _NULL_PATH:
             return None
     return None
+
+
+async def drop_hidden(bus: Bus, parent: Ref, children: list[tuple[Node | None, str]]) -> None:
+    """Where ``children`` (the walk's ``(node, place)`` per child of ``parent``) share one
+    rectangle, keep only the page on screen, if the app can tell which (:func:`shown_page`);
+    the others become ``(None, NOT_DRAWN)``, in place."""
+    kept = [at for at, (node, _) in enumerate(children) if node is not None]
+    nodes = [node for node, _ in children if node is not None]
+    for group in stacked(nodes):
+        shown = await shown_page(bus, parent, [nodes[at] for at in group])
+        if shown is None:
+            continue
+        for at, index in enumerate(group):
+            if at != shown:
+                children[kept[index]] = (None, NOT_DRAWN)

@@ -1,4 +1,4 @@
-"""Reading a window's accessibility tree: live, concurrently, and from GTK 4's cache.
+"""Reading a window's accessibility tree: live, concurrently, from a cache, always bounded.
 
 What this owns: turning an object on the bus into a :class:`~.model.Node` tree, within a node
 budget, tolerating objects that vanish while it reads, and keeping to what is on screen.
@@ -17,13 +17,19 @@ answers window coordinates whatever is asked, which is the same origin for one w
 read up to the object's character count: GTK 3's table cells crash their application when asked
 for text past their end.
 
-GTK 4 creates its accessible objects lazily: ``org.a11y.atspi.Cache.GetItems`` lists only
-objects some client has already asked for, so the first walk of an application is always
-live. Afterwards the cache answers role, name, description, states, interfaces and the
-parent/child structure for the whole application in one call; a node whose cached child count
-disagrees with the cached children (a subtree created since) is read live. Text, values and
-actions are always read live, since they change while the cache entry does not say so.
-GTK 3 has no such cache and is always walked live (it is fast there).
+The first walk of an application is always live; afterwards the application's cache
+(:mod:`.cache`: GTK 4's, and at-spi2-atk's for GTK 3 apps and LibreOffice) answers role,
+name, description, states, interfaces and the parent/child structure in one call; a node whose
+cached child count disagrees with the cached children (a subtree created since, or a container
+that manages its descendants, which the cache does not list) is read live, and one too large to
+list is read by window (:mod:`.bounded`) on either path. Text, values and actions are always
+read live, since they change while the cache entry does not say so.
+
+Every walk is bounded: by a node budget, by a time budget (past its deadline nothing more is
+read), by reading at most :data:`MAX_TEXT` characters of a text, and by never listing a
+container that is too large (:mod:`.bounded`). A walk cut by any of them says so
+(:attr:`Walk.complete`). Where the toolkit does not keep ``showing`` (GTK 4), the stack pages
+it swapped out but left their rectangles are told from the page on screen by :mod:`.pages`.
 
 Rectangles on the cached path are read ahead. A child can only be judged once its rectangle is
 known, so reading each rectangle when its parent has been judged costs one round trip to the
@@ -39,8 +45,19 @@ a mapped one, so none can be left out without changing the tree (docs/performanc
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_BUDGET",
+    "DEFAULT_TIME_BUDGET",
+    "Basics",
+    "Cache",
+    "Facts",
+    "Walk",
+    "load_cache",
+    "parse_cache_items",
+    "read_tree",
+]
+
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -48,11 +65,10 @@ import trio
 
 from . import bounded, model, pages, roles
 from .bus import Bus, BusError, CallFailed, Gone, one_error
+from .cache import Basics, Cache, load_cache, parse_cache_items, ref_of
 from .model import ACCESSIBLE, ACTION, COMPONENT, TEXT, VALUE, Box, Node, Ref
 from .roles import Role, State
 
-CACHE_PATH: Final = "/org/a11y/atspi/cache"
-CACHE_IFACE: Final = "org.a11y.atspi.Cache"
 DEFAULT_BUDGET: Final = 5000
 #: Seconds a walk may take: past it, nothing more is read and the tree is reported cut.
 DEFAULT_TIME_BUDGET: Final = 10.0
@@ -63,23 +79,6 @@ SCREEN_COORDS: Final = 0  # AtspiCoordType
 _BASIC_PROPERTIES: Final = ("Name", "Description", "ChildCount")
 
 
-@dataclass(frozen=True, slots=True)
-class Basics:
-    """What identifies a node and its place in the tree (the cache holds exactly this).
-
-    ``large``: the object has too many children to list (see :mod:`.bounded`); ``children``
-    is then empty and ``count`` says how many there are."""
-
-    role: int
-    name: str
-    description: str
-    states: int
-    interfaces: frozenset[str]
-    children: tuple[Ref, ...]
-    large: bool = False
-    count: int = 0
-
-
 @dataclass(slots=True)
 class Facts:
     """What never changes for one accessible object: role, interfaces, action names."""
@@ -87,55 +86,6 @@ class Facts:
     role: int
     interfaces: frozenset[str]
     actions: tuple[str, ...] | None = None
-
-
-@dataclass(slots=True)
-class _Cache:
-    items: dict[Ref, Basics]
-    child_counts: dict[Ref, int]
-
-
-def _ref(value: Sequence[Any]) -> Ref:
-    return (str(value[0]), str(value[1]))
-
-
-def parse_cache_items(items: Sequence[Sequence[Any]]) -> _Cache:
-    """``Cache.GetItems`` entries -> basics per object. Pure.
-
-    Two shapes exist: at-spi2 >= 2.44 toolkits (GTK 4) send ``((so)(so)(so)iiassusau)``,
-    index in parent and child count; older bridges send ``((so)(so)(so)a(so)assusau)`` with the
-    children listed. Children of the first shape are ordered by their index in the parent.
-    """
-    listed: dict[Ref, list[tuple[int, Ref]]] = {}
-    raw: dict[Ref, tuple[Any, ...]] = {}
-    counts: dict[Ref, int] = {}
-    explicit: dict[Ref, tuple[Ref, ...]] = {}
-    for item in items:
-        ref, parent = _ref(item[0]), _ref(item[2])
-        if len(item) == 10 and isinstance(item[3], int):
-            listed.setdefault(parent, []).append((int(item[3]), ref))
-            counts[ref] = int(item[4])
-            raw[ref] = tuple(item[5:10])
-        elif len(item) == 9:
-            kids = tuple(_ref(c) for c in item[3])
-            explicit[ref] = kids
-            counts[ref] = len(kids)
-            raw[ref] = tuple(item[4:9])
-    out: dict[Ref, Basics] = {}
-    for ref, (ifaces, name, role, description, states) in raw.items():
-        if ref in explicit:
-            kids = explicit[ref]
-        else:
-            kids = tuple(r for _, r in sorted(listed.get(ref, []), key=lambda p: p[0]))
-        out[ref] = Basics(
-            role=int(role),
-            name=str(name),
-            description=str(description),
-            states=roles.states_from_words(states),
-            interfaces=frozenset(str(i) for i in ifaces),
-            children=kids,
-        )
-    return _Cache(out, counts)
 
 
 class _Ahead:
@@ -157,7 +107,7 @@ class Walk:
     bus: Bus
     budget: int = DEFAULT_BUDGET
     deadline: float = math.inf
-    cache: _Cache | None = None
+    cache: Cache | None = None
     limiter: trio.CapacityLimiter = field(
         default_factory=lambda: trio.CapacityLimiter(MAX_IN_FLIGHT)
     )
@@ -230,7 +180,7 @@ class Walk:
                 return replace(cached, children=())
         async with self.limiter:
             (kids,) = await self.bus.call(ref, ACCESSIBLE, "GetChildren")
-        return replace(cached, children=tuple(_ref(k) for k in kids))
+        return replace(cached, children=tuple(ref_of(k) for k in kids))
 
     async def _live_basics(self, ref: Ref) -> Basics:
         """Properties and states always; role and interfaces unless known from an earlier
@@ -269,7 +219,7 @@ class Walk:
             description=str(info.get("Description", "")),
             states=states,
             interfaces=known.interfaces,
-            children=tuple(_ref(k) for k in got.get("children", ((),))[0]),
+            children=tuple(ref_of(k) for k in got.get("children", ((),))[0]),
             large=large,
             count=count if large else 0,
         )
@@ -445,7 +395,8 @@ class Walk:
                 for i, child_ref in enumerate(kids):
                     nursery.start_soon(child, i, child_ref)
         if not self.window_showing:
-            await self._drop_hidden_pages(ref, children)
+            async with self.limiter:
+                await pages.drop_hidden(self.bus, ref, children)
         places = [place for _, place in children]
         if not root and model.hollow(box, places):
             return None, model.NOT_DRAWN  # a page object whose content is not drawn
@@ -475,31 +426,6 @@ class Walk:
             model.SHOWN,
         )
 
-    async def _drop_hidden_pages(self, ref: Ref, children: list[tuple[Node | None, str]]) -> None:
-        """Where children share one rectangle (stack pages: GTK 4 keeps a page's rectangle
-        when it swaps it out), keep only the one on screen, if the app can tell which (see
-        :mod:`.pages`); the others become not drawn."""
-        kept = [at for at, (node, _) in enumerate(children) if node is not None]
-        nodes = [children[at][0] for at in kept]
-        for group in pages.stacked([n for n in nodes if n is not None]):
-            members = [nodes[at] for at in group]
-            async with self.limiter:
-                shown = await pages.shown_page(self.bus, ref, [m for m in members if m is not None])
-            if shown is None:
-                continue
-            for at, index in enumerate(group):
-                if at != shown:
-                    children[kept[index]] = (None, model.NOT_DRAWN)
-
-
-async def load_cache(bus: Bus, bus_name: str) -> _Cache | None:
-    """GTK 4's whole-application cache, or None where the toolkit has none."""
-    try:
-        (items,) = await bus.call((bus_name, CACHE_PATH), CACHE_IFACE, "GetItems")
-    except BusError:
-        return None
-    return parse_cache_items(items)
-
 
 async def read_tree(
     bus: Bus,
@@ -507,7 +433,7 @@ async def read_tree(
     *,
     budget: int = DEFAULT_BUDGET,
     time_budget: float = DEFAULT_TIME_BUDGET,
-    cache: _Cache | None = None,
+    cache: Cache | None = None,
     facts: dict[Ref, Facts] | None = None,
 ) -> tuple[Node | None, Walk]:
     """The window's visible tree (None if the window itself vanished) and the walk's record.
