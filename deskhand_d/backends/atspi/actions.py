@@ -67,13 +67,13 @@ class Target:
     window: Ref | None = None  # the app's window (or popup) the element is in, when known
 
 
-async def _x11(target: Target, what: str, *args: object) -> None:
+async def _x11(target: Target, what: str, *args: object, **options: object) -> None:
     """Run an :class:`~.x11.X11` input method by name under the target's guard; bad input
     becomes ``invalidParameter``. :class:`~.x11guard.InputStopped` passes through."""
     guard = target.guard
 
     def call(display: object) -> None:
-        getattr(display, what)(*args, guard=guard)
+        getattr(display, what)(*args, guard=guard, **options)
 
     try:
         await target.screen.run(call, stop=guard.stop if guard is not None else None)
@@ -426,11 +426,14 @@ async def keys(target: Target, key: str) -> None:
     await _x11(target, "press_key", key)
 
 
-async def type_text(target: Target, text: str) -> None:
+async def type_text(target: Target, text: str, *, into_field: bool = False) -> None:
+    """Type ``text``; ``into_field``: the focus is an editable text, which takes keys as fast
+    as they come (elsewhere a key is not pressed again until the app has read it, see
+    :meth:`~.x11.X11.type_text`)."""
     for char in text:
         if char not in "\n\t\r" and (ord(char) < 32 or ord(char) == 127):
             raise ToolError(texts.no_key_code(char))
-    await _x11(target, "type_text", text)
+    await _x11(target, "type_text", text, into_field=into_field)
 
 
 async def drag(target: Target, points: Sequence[float]) -> None:

@@ -194,6 +194,16 @@ def toggles(node: Node) -> bool:
     return node.role in _TOGGLE_ROLES or any(node.has(s) for s in _TOGGLES)
 
 
+def takes_text(states: int | None) -> bool:
+    """Whether an element with these states is editable text, which takes typed keys as fast
+    as they come. Pure."""
+    return (
+        states is not None
+        and bool(states & (1 << State.EDITABLE))
+        and not states & (1 << State.READ_ONLY)
+    )
+
+
 async def read_states(bus: Bus, ref: Ref) -> int | None:
     try:
         (state,) = await bus.call(ref, ACCESSIBLE, "GetState", limit=1.0)

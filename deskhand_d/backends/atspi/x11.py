@@ -24,7 +24,7 @@ Theory of operation:
   seconds instead.
 * How fast text is typed depends on where it goes (``into_field``). Into an editable text
   (a text view, an entry) keys go as fast as they can be sent, in batches of up to
-  ``_BATCH_KEYS`` characters: such a field inserts every key it reads. Anywhere else a key
+  ``BATCH_KEYS`` characters: such a field inserts every key it reads. Anywhere else a key
   may be a command, and apps made for people may ignore a key pressed again too soon after
   itself (galculator shows a pressed button for 100 ms and ignores its key meanwhile, so
   ``12+1`` typed quickly lost its second ``1``); there the same key is pressed again only
@@ -54,6 +54,7 @@ from deskhand_d.backends.atspi import model, png, x11focus, xlibquirks
 from deskhand_d.backends.atspi.x11guard import (
     Echo,
     Guard,
+    InputStopped,
     Progress,
     Targets,
     grab_for_release,
@@ -84,7 +85,7 @@ _DRAG_STEPS = 10
 REPEAT_GAP_S = 0.15
 TYPE_BUDGET_S = 20.0
 # Characters sent under one server grab and one input-target check.
-_BATCH_KEYS = 64
+BATCH_KEYS = 64
 # How long to wait for an app to answer a ping: ECHO_WAIT_S, plus ECHO_PER_KEY_S for every key
 # sent since its last answer (it may still be handling them), at most ECHO_MAX_S.
 ECHO_WAIT_S = 0.5
@@ -408,7 +409,7 @@ class X11:
             keys = key_ids(keysyms, keymap)
             gap = 0.0
             if not into_field:
-                steps = sum(1 for _ in runs(keys, _BATCH_KEYS, distinct=True)) - 1
+                steps = sum(1 for _ in runs(keys, BATCH_KEYS, distinct=True)) - 1
                 gap = min(REPEAT_GAP_S, TYPE_BUDGET_S / max(1, steps))
             reader = _Reader(self, guard)
             current = keymap
@@ -425,17 +426,30 @@ class X11:
                         current = self._rebind(keymap, changes)
                         bound.update(changes)
                     piece = keys[start : start + len(chunk)]
-                    for a, b in runs(piece, _BATCH_KEYS, distinct=not into_field):
+                    for a, b in runs(piece, BATCH_KEYS, distinct=not into_field):
                         batch = range(start + a, start + b)
                         if gap:
                             ready = max(again.get(keys[i], 0.0) for i in batch)
                             time.sleep(max(0.0, ready - time.monotonic()))
-                        with self._batch(guard, progress, None, "the typed text", count=b - a):
-                            for i in batch:
-                                self._tap(current.codes_for(keysyms[i]), [])
+                        try:
+                            with self._batch(
+                                guard, progress, None, "the typed text", count=b - a
+                            ) as window:
+                                for n, i in enumerate(batch):
+                                    if n and guard is not None and self._moved(window):
+                                        raise _Cut(n)
+                                    self._tap(current.codes_for(keysyms[i]), [])
+                        except _Cut as cut:
+                            assert guard is not None
+                            progress.done += cut.sent
+                            reader.sent(cut.sent)
+                            raise self._cut_short(guard, progress) from None
                         reader.sent(b - a)
+                        # Never more than one batch ahead of the app: keys it has not read
+                        # when the focus moves may be dropped (GTK 3 drops them), and the
+                        # count of what was sent must be what the app holds.
+                        read = reader.wait(settle=False)
                         if gap:
-                            read = reader.wait(settle=False)
                             again.update((keys[i], read + gap) for i in batch)
                     start += len(chunk)
             finally:
@@ -444,6 +458,22 @@ class X11:
                 reader.wait(settle=bool(bound))
                 if bound:
                     self._rebind(keymap, dict.fromkeys(bound, NO_SYMBOL))
+
+    def _moved(self, window: int) -> bool:
+        """Whether keys would now reach another window than ``window``, the one the batch was
+        checked for. The server grab keeps every other client's requests out, but not its
+        death: an app killed mid-batch loses its windows, the focus falls back (to the window
+        under the pointer when it reverts to the root) and the rest of the batch would go
+        there. One round trip, answered after the keys before it were handled."""
+        return self._targets.key_window() != window
+
+    def _cut_short(self, guard: Guard, progress: Progress) -> InputStopped:
+        if settled_alive(guard.pid):
+            return progress.stopped(
+                "target_changed",
+                "the keyboard focus moved to another window while the text was typed",
+            )
+        return progress.stopped("target_gone", f"the app (pid {guard.pid}) has quit")
 
     @contextmanager
     def _batch(
@@ -626,6 +656,14 @@ class X11:
             self._fake(X.KeyPress, code)
         for code in reversed(down):
             self._fake(X.KeyRelease, code)
+
+
+class _Cut(Exception):
+    """A batch of keys stopped part-way: ``sent`` of its keys went out before."""
+
+    def __init__(self, sent: int) -> None:
+        super().__init__(sent)
+        self.sent = sent
 
 
 class _Reader:
