@@ -30,11 +30,14 @@ class FakeBus:
         self.made = made  # objects made on demand (a huge table's cells)
         self.gone: set[str] = set()
         self.gone_after_listing: set[str] = set()
+        self.silent: set[str] = set()  # objects whose app does not answer in time
         self.calls: list[tuple[str, str]] = []
 
     def _obj(self, ref: tuple[str, str]) -> dict[str, Any]:
         if ref[1] in self.gone:
             raise busmod.Gone("org.freedesktop.DBus.Error.UnknownObject")
+        if ref[1] in self.silent:
+            raise busmod.BusTimeout("no answer in time")
         if ref[1] not in self.objects and self.made is not None:
             made = self.made(ref[1])
             if made is not None:
@@ -505,3 +508,16 @@ async def test_a_cached_list_that_manages_its_descendants_is_read_by_window_too(
     assert ("/list", "GetChildren") not in fake.calls
     lines = render.render(root).lines
     assert "(5000 above, 6985 below)" in lines[2] and lines[3].endswith("row Item 5000")
+
+
+async def test_an_object_that_does_not_answer_in_time_is_left_out_and_the_tree_cut() -> None:
+    """A busy app leaves one object unanswered: the rest is listed, the walk says it is cut;
+    the window itself not answering still fails the reading."""
+    fake = FakeBus(objects())
+    fake.silent = {"/b2"}
+    root, walk = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None and not walk.complete
+    assert [c.name for c in root.children[0].children] == ["One", ""]
+    fake.silent = {"/w"}
+    with pytest.raises(busmod.BusTimeout):
+        await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]

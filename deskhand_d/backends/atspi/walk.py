@@ -64,7 +64,7 @@ from typing import Any, Final
 import trio
 
 from . import bounded, model, pages, roles
-from .bus import Bus, BusError, CallFailed, Gone, one_error
+from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
 from .cache import Basics, Cache, load_cache, parse_cache_items, ref_of
 from .model import ACCESSIBLE, ACTION, COMPONENT, TEXT, VALUE, Box, Node, Ref
 from .roles import Role, State
@@ -292,8 +292,8 @@ class Walk:
         async def one(ref: Ref) -> None:
             try:
                 self.prefetched[ref] = await self.basics(ref)
-            except (Gone, CallFailed):
-                pass
+            except (Gone, CallFailed, BusTimeout):
+                pass  # read again (or not) when the walk gets there
 
         with one_error():
             async with trio.open_nursery() as nursery:
@@ -360,6 +360,13 @@ class Walk:
                 raise
             self.vanished += 1
             return None, model.NOT_DRAWN
+        except BusTimeout:
+            if root:
+                raise
+            # A busy app (GTK 3 filling a list of 3,000 files) may not answer one object in
+            # time: the rest of the tree is still worth having, and it says it is cut.
+            self.complete = False
+            return None, model.NOT_DRAWN
         if root:
             self.window_showing = await self._showing_maintained(b)
             self.box = box
@@ -388,6 +395,8 @@ class Walk:
                 detail.append(await self.details(ref, b))
             except (Gone, CallFailed):
                 self.vanished += 1
+            except BusTimeout:
+                self.complete = False
 
         with one_error():
             async with trio.open_nursery() as nursery:
