@@ -521,3 +521,32 @@ async def test_an_object_that_does_not_answer_in_time_is_left_out_and_the_tree_c
     fake.silent = {"/w"}
     with pytest.raises(busmod.BusTimeout):
         await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+
+
+async def test_a_drop_down_reads_its_choice_from_its_closed_list() -> None:
+    """Chromium's select shows its chosen option nowhere but in its closed list's selection:
+    the list is left out (not visible) yet asked what it has selected."""
+    fake = FakeBus(
+        {
+            "/w": {"role": Role.FRAME, "children": ["/combo"]},
+            "/combo": {
+                "role": Role.COMBO_BOX,
+                "name": "Colour",
+                "box": (75, 170, 63, 19),
+                "ifaces": [ACCESSIBLE, COMPONENT],
+                "children": ["/menu"],
+            },
+            "/menu": {
+                "role": Role.MENU,
+                "states": bits(State.SENSITIVE),
+                "children": ["/blue"],
+                "GetSelectedChild": lambda i: (APP, "/blue"),
+            },
+            "/blue": {"role": Role.MENU_ITEM, "name": "Blue", "Name": "Blue"},
+        }
+    )
+    root, _ = await read_tree(fake, (APP, "/w"))  # type: ignore[arg-type]
+    assert root is not None
+    combo = root.children[0]
+    assert combo.children == () and combo.chosen == "Blue"
+    assert render.render(root).lines[1] == "\t1 pop up button Colour, Value: Blue"

@@ -82,6 +82,9 @@ def test_a_drop_down_shows_what_is_chosen() -> None:
     assert render.chosen_value(node("/c2", Role.COMBO_BOX, "", entry)) == ""
     same = node("/c3", Role.COMBO_BOX, "Sans", label("/s", "Sans"))  # GTK 3 names it so
     assert render.element_of(same, None).value is None
+    # Chromium: the text is one embedded object (the closed list), the choice is its selection
+    select = node("/c4", Role.COMBO_BOX, "Colour", text="\ufffc", chosen="Blue")
+    assert render.element_of(select, None).value == "Blue"
 
 
 def test_pressed_buttons_and_windows_without_a_window_role() -> None:

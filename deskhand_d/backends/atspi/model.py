@@ -54,6 +54,8 @@ class Node(msgspec.Struct, frozen=True, kw_only=True):
     text: str | None = None
     value: float | None = None
     accessible_id: str = ""
+    #: A drop-down's chosen item, from its list's selection (Chromium's shows it nowhere else).
+    chosen: str = ""
     box: Box | None = None  # its rectangle, None when the object has none
     #: Children left out because they are scrolled out of view: (above, below, left, right).
     clipped: tuple[int, int, int, int] = (0, 0, 0, 0)

@@ -140,7 +140,7 @@ def content_label(node: Node) -> str:
 def chosen_value(node: Node) -> str:
     """What a drop-down (combo box) shows as chosen, read from the text inside it outside its
     list of choices; empty when it holds editable text (the entry shows the value) or no
-    text. Pure."""
+    text (then its list's selection, :attr:`~.model.Node.chosen`, may say). Pure."""
     pieces: list[str] = []
     stack = list(reversed(node.children))
     while stack:
@@ -234,8 +234,8 @@ def element_of(node: Node, parent: Node | None, checked: bool | None = None) -> 
             value = shown
         else:
             label = shown
-    elif node.role == Role.COMBO_BOX:
-        value = chosen_value(node) or None
+    if value is None and node.role == Role.COMBO_BOX and not node.text_settable:
+        value = chosen_value(node) or roles.display_name(node.chosen) or None
         if value == label:
             value = None
     pressed = node.has(State.CHECKED) or node.has(State.PRESSED)

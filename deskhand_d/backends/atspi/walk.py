@@ -66,7 +66,7 @@ import trio
 from . import bounded, model, pages, roles
 from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
 from .cache import Basics, Cache, load_cache, parse_cache_items, ref_of
-from .model import ACCESSIBLE, ACTION, COMPONENT, TEXT, VALUE, Box, Node, Ref
+from .model import ACCESSIBLE, ACTION, COMPONENT, SELECTION, TEXT, VALUE, Box, Node, Ref
 from .roles import Role, State
 
 DEFAULT_BUDGET: Final = 5000
@@ -282,6 +282,20 @@ class Walk:
                     nursery.start_soon(one, at)
         return tuple(str(name) for name in got)
 
+    async def _chosen(self, kids: tuple[Ref, ...]) -> str:
+        """The name of the item a drop-down's list has selected (``Selection`` on its list,
+        read even while the list is closed and left out), or "" where none says."""
+        for kid in kids[:4]:
+            try:
+                async with self.limiter:
+                    (item,) = await self.bus.call(kid, SELECTION, "GetSelectedChild", "i", (0,))
+                    if not item[0] or str(item[1]).endswith("/null"):
+                        continue
+                    return str(await self.bus.get(ref_of(item), ACCESSIBLE, "Name"))
+            except BusError:
+                continue  # no Selection interface there
+        return ""
+
     async def _showing_maintained(self, window: Basics) -> bool:
         """Whether ``showing`` can be trusted below this window: the window has it and so
         does at least one of its children (GTK 3 keeps it up to date; GTK 4.8 sets it on the
@@ -406,6 +420,7 @@ class Walk:
         if not self.window_showing:
             async with self.limiter:
                 await pages.drop_hidden(self.bus, ref, children)
+        chosen = await self._chosen(kids) if b.role == Role.COMBO_BOX else ""
         places = [place for _, place in children]
         if not root and model.hollow(box, places):
             return None, model.NOT_DRAWN  # a page object whose content is not drawn
@@ -430,6 +445,7 @@ class Walk:
                 value=value,
                 box=box,
                 clipped=clipped,
+                chosen=chosen,
                 children=tuple(c for c, _ in children if c is not None),
             ),
             model.SHOWN,
