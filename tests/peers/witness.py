@@ -1,10 +1,11 @@
 """A witness app for input-target tests: a GTK 3 window that records every input it receives.
 
 Run with the system Python that has PyGObject (``/usr/bin/python3 tests/peers/witness.py
-RECORD X Y W H``). It opens an undecorated window at ``(X, Y)`` of size ``W x H`` titled
+RECORD X Y W H [grab]``). It opens an undecorated window at ``(X, Y)`` of size ``W x H`` titled
 "Deskhand Witness" with a text view filling it, and appends one JSON line to RECORD for every
 key press or release, button press or release and scroll event that reaches it, and a
-``{"event": "ready", "xid": N, "pid": N}`` line once its window is mapped. A test that sends
+``{"event": "ready", "xid": N, "pid": N}`` line once its window is mapped. With ``grab``
+it holds an active grab of the keyboard once mapped, as an open menu or a screen lock does. A test that sends
 input to another app reads RECORD afterwards: any input line means input landed here.
 
 Standard library plus GI only; it is a peer for the tests, never imported by Deskhand.
@@ -70,6 +71,17 @@ def main() -> int:
         return False
 
     window.connect("map-event", on_map)
+    if sys.argv[6:7] == ["grab"]:
+
+        def grab_keyboard(_widget: Gtk.Widget, _event: Gdk.Event) -> bool:
+            seat = window.get_display().get_default_seat()
+            status = seat.grab(
+                window.get_window(), Gdk.SeatCapabilities.KEYBOARD, False, None, None, None
+            )
+            write(event="grabbed", status=int(status))
+            return False
+
+        window.connect("map-event", grab_keyboard)
     window.show_all()
     GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, 15, Gtk.main_quit)  # SIGTERM: leave cleanly
     Gtk.main()

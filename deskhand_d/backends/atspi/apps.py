@@ -115,15 +115,23 @@ def order_surfaces(candidates: Sequence[tuple[Ref, int, int]]) -> list[Ref]:
     order, oldest first) -> the ones on screen, in the order the person deals with them. Pure.
 
     On screen: visible, and showing too when the toolkit keeps that up to date (GTK 3 does for
-    windows; when no window is showing, none is required to be). Order: a popup (it holds the
-    pointer and keyboard while open), a modal dialog, the other windows newest first (a new
-    window opens on top of the older ones), tooltips last. The active window does not come
+    windows; when no window is showing, none is required to be; a top-level without a window
+    role, which GTK 4.8 never marks showing, is on screen while visible). Order: a popup (it
+    holds the pointer and keyboard while open), a modal dialog, the other windows newest first
+    (a new window opens on top of the older ones), tooltips last. The active window does not come
     first: without a window manager the one the keys were last sent to stays active while a
     dialog opens on top of it.
     """
     shown = [c for c in candidates if roles.has(c[2], State.VISIBLE)]
     if any(roles.has(states, State.SHOWING) for _, _, states in shown):
-        shown = [c for c in shown if roles.has(c[2], State.SHOWING)]
+        # GTK 4.8 keeps `showing` on objects of a window role only: a window it gives another
+        # role (its About dialog is a `filler`) is on screen while visible.
+        shown = [
+            c
+            for c in shown
+            if roles.has(c[2], State.SHOWING)
+            or c[1] not in roles.WINDOW_ROLES | _POPUP_ROLES | {_TOOLTIP}
+        ]
 
     def rank(at: int) -> tuple[int, int]:
         _, role, states = shown[at]

@@ -508,6 +508,14 @@ class X11:
             else:
                 window = self._targets.key_window()
             refusal = self._targets.check(guard.pid, window, what)
+            keys = point is None
+            if refusal is None and not grab and self._targets.grabbed_elsewhere(guard.pid, keys):
+                device = "keyboard" if keys else "pointer"
+                refusal = (
+                    "target_changed",
+                    f"another program holds the {device} (an open menu or a screen lock, say), "
+                    f"so {what} would have gone to it",
+                )
             if refusal is None:
                 yield window
                 self._conn.sync()  # the server handles the events while it is still ours

@@ -205,6 +205,33 @@ class Targets:
         self.conn.ungrab_pointer(X.CurrentTime)
         return False
 
+    def keyboard_grabbed(self) -> bool:
+        """Whether some client holds an active keyboard grab (an open menu, a screen lock):
+        then X sends key events to that client whatever has the focus. Asked like
+        :meth:`pointer_grabbed`, under the server grab."""
+        status = self.root.grab_keyboard(False, X.GrabModeAsync, X.GrabModeAsync, X.CurrentTime)
+        if status != X.GrabSuccess:
+            return True
+        self.conn.ungrab_keyboard(X.CurrentTime)
+        return False
+
+    def has_popup(self, pid: int) -> bool:
+        """Whether ``pid`` shows a popup (a viewable override-redirect top-level window, as a
+        menu or popover is): an app's own open menu holds the pointer and keyboard while it
+        is open, and input to that app is meant for it."""
+        for top in self.root.query_tree().children:
+            attributes = top.get_attributes()
+            popup = attributes.map_state == X.IsViewable and attributes.override_redirect
+            if popup and self.owner(top) == pid:
+                return True
+        return False
+
+    def grabbed_elsewhere(self, pid: int, keys: bool) -> bool:
+        """Whether an active grab (of the keyboard with ``keys``, else of the pointer) would
+        take the input away from ``pid``: one is held and ``pid`` shows no popup of its own."""
+        held = self.keyboard_grabbed() if keys else self.pointer_grabbed()
+        return held and not self.has_popup(pid)
+
     def key_window(self) -> int:
         """The window key events would reach now (0: none)."""
         focus = _wid(self.conn.get_input_focus().focus)
