@@ -4,8 +4,8 @@ Firefox ESR and Chromium on one private desktop (the session's accessibility swi
 the server's first call), each showing one small local page. Neither may show
 ``Secondary Actions: ;;`` (Firefox's bridge answers every field of ``GetActions`` with the key
 binding; Chromium answers empty names), nor U+FFFC, the character a hypertext holds where an
-embedded child sits: a paragraph with links reads as it does on screen. A button pressed by
-index does what it says, through its real action.
+embedded child sits: a paragraph with links reads as it does on screen. A drop-down says
+what it has chosen. A button pressed by index does what it says, through its real action.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ PAGE = """<!doctype html><html><head><title>Deskhand test page</title></head><bo
 <p>Read the <a href="#x">first link</a> and then <a href="#y">second link</a> please.</p>
 <button onclick="document.getElementById('out').textContent='was pressed'">Press me</button>
 <p id="out">not pressed</p>
+<p><label>Colour <select><option>Red</option><option selected>Green</option></select></label></p>
 </body></html>
 """
 PARAGRAPH = "text Read the first link and then second link please."
@@ -98,6 +99,8 @@ def test_browser_nodes_show_real_actions_and_read_text(server: Server, app: str)
     assert "\ufffc" not in text
     assert re.search(r"^\t*\d+ link first link", text, re.M)
     assert not re.search(r"Secondary Actions: (?:, )*(?:,|$)", text, re.M)  # no empty names
+    # the drop-down says what it has chosen (Chromium: only its closed list's selection does)
+    assert re.search(r"pop up button (?:\(\w+\) )?Colour, Value: Green", text), text
     pressed = ok(server.call("click", 30, app=app, element_index=index(text, r"button Press me")))
     after = pressed.text
     if "was pressed" not in after:  # the page may repaint its text a moment later

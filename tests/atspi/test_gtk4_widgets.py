@@ -10,11 +10,13 @@ checked on the tree and, where it helps, on the screenshot read back with tesser
   its value, and the items of its open list carry their labels;
 * GNOME Clocks: a tab of its view switcher answers with the new tab selected (the reply, not
   the next observation), and the World page's empty state ("Add World Clock") is gone from
-  the tree once a clock was added, as it is from the screen.
+  the tree once a clock was added, as it is from the screen;
+* the Widget Factory's About dialog, a modal GTK 4 ``filler`` that never says ``showing``, is
+  listed first with its buttons (last: it stays open).
 
-Two of the issue's cases need changes outside the tree (the click of an item in a GTK 4
-popover, a GTK 4 modal dialog that does not say ``showing``): they are here as strict
-expected failures, so that they pass the day those changes land and the marks must go.
+One of the issue's cases needs a change outside the tree (the click of an item in a GTK 4
+popover, in ``actions.py``): it is here as a strict expected failure, so that it passes the
+day that change lands and the mark must go.
 """
 
 from __future__ import annotations
@@ -215,12 +217,6 @@ def test_clocks_tabs_answer_with_the_new_page_and_hidden_pages_go(server: Server
 # --- last: a modal dialog stays open --------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="apps.order_surfaces drops a top-level that is visible but not showing once any "
-    "window shows; GTK 4.8 sets showing on GtkWindow-role objects only, so its About dialog "
-    "(a modal filler) is never a surface (see docs/linux.md)",
-)
 def test_the_about_dialog_is_listed_with_its_buttons(server: Server) -> None:
     """Menu > About opens a modal dialog: the reply lists it first, with its Close button."""
     state = observe_until(server, FACTORY, r"tab \(selected\) Page _1")
