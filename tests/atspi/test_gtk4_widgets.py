@@ -169,12 +169,6 @@ def test_a_drop_down_shows_its_value_and_names_its_items(server: Server) -> None
     assert "row 2 minutes" not in closed.text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="actions.py clicks an item without an action at the centre of the rectangle GTK "
-    "4.8 reports, which for a popover's contents is measured as if the popover sat on the "
-    "widget it hangs from: one row above the item (see docs/linux.md)",
-)
 def test_a_drop_down_item_clicked_by_index_is_the_one_chosen(server: Server) -> None:
     """The third item (5 minutes) clicked by index becomes the drop-down's value."""
     opened = open_first_drop_down(server)

@@ -65,6 +65,7 @@ class Target:
     origin: tuple[int, int]
     guard: Guard | None = None
     window: Ref | None = None  # the app's window (or popup) the element is in, when known
+    ancestors: tuple[Node, ...] = ()  # the element's ancestors in the tree, nearest first
 
 
 async def _x11(target: Target, what: str, *args: object, **options: object) -> None:
@@ -123,7 +124,53 @@ async def element_centre(target: Target, node: Node) -> tuple[float, float]:
         return centre(screen)
     if box[2] <= 0 or box[3] <= 0:
         raise ToolError(texts.server_error(-10005, "the element is not on screen"))
+    placed = await _in_popup(target, box)
+    if placed is not None:
+        return placed
     return to_screen(target.origin, *centre(box))
+
+
+_POPUP_LAYER: Final = 5  # AtspiComponentLayer: ATSPI_LAYER_POPUP
+
+
+async def _in_popup(target: Target, box: tuple[int, int, int, int]) -> tuple[float, float] | None:
+    """Where an element inside a popup (a GTK 4 popover) really is on the screen, or None when
+    it is in none. GTK 4.8 measures a popover's contents as if the popover sat on the widget
+    it hangs from, not where it is drawn: a drop-down's third item clicked at its reported
+    centre chose the second. The popover is its own X window, which the X server places: the
+    element's offset from the widget the popover hangs from, taken from that window's origin,
+    is where it is drawn."""
+    chain = target.ancestors
+    guard = target.guard
+    if guard is None:
+        return None
+    found: tuple[Node, Node] | None = None
+    try:
+        for at, node in enumerate(chain[:-1]):
+            if COMPONENT in node.interfaces:
+                (layer,) = await target.bus.call(node.ref, COMPONENT, "GetLayer", limit=1.0)
+                if int(layer) == _POPUP_LAYER:
+                    found = node, chain[at + 1]
+                    break
+        if found is None:
+            return None
+        popup = await extents(target.bus, found[0].ref, WINDOW_COORDS)
+        anchor = await extents(target.bus, found[1].ref, WINDOW_COORDS)
+    except BusError:
+        return None
+    pid, width = guard.pid, popup[2]
+
+    def origin_of(display: X11) -> tuple[int, int] | None:
+        return display.popup_origin(pid, width)
+
+    try:
+        origin = await target.screen.run(origin_of)
+    except ScreenUnavailable:
+        return None
+    if origin is None:
+        return None
+    x, y = centre(box)
+    return origin[0] + x - anchor[0], origin[1] + y - anchor[1]
 
 
 #: Menu items that run their command when chosen (not the ones that open a submenu).

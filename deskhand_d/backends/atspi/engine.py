@@ -103,6 +103,23 @@ def after_input_failure(why: str, *, acted: bool) -> Outcome:
     return outcome
 
 
+def _ancestors(root: Node, node: Node) -> tuple[Node, ...]:
+    """``node``'s ancestors below and including ``root``, nearest first (empty when it is
+    the root or not under it). Pure."""
+    parents: dict[int, Node] = {}
+    for _, child, parent in root.walk():
+        if parent is not None:
+            parents[id(child)] = parent
+        if child is node:
+            break
+    chain: list[Node] = []
+    at = parents.get(id(node))
+    while at is not None:
+        chain.append(at)
+        at = parents.get(id(at))
+    return tuple(chain)
+
+
 def _is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -657,7 +674,15 @@ class Backend:
         root = session.rendering.nodes[0]
         alone = len(session.surfaces) == 1 and not model.popup_open(root)
         window = session.surfaces[0].ref if alone and model.clear_in_view(root, node) else None
-        return dataclasses.replace(where, origin=session.origin_of(index), window=window)
+        surface = session.rendering.nodes[
+            session.rendering.roots[session.rendering.surface_of(index)]
+        ]
+        return dataclasses.replace(
+            where,
+            origin=session.origin_of(index),
+            window=window,
+            ancestors=_ancestors(surface, node),
+        )
 
     async def _judged(self, expect: verify.Expectation) -> verify.Verdict:
         """The verdict on what the element shows, read again for at most

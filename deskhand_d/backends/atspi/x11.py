@@ -546,6 +546,12 @@ class X11:
 
     # --- windows -----------------------------------------------------------------------
 
+    def popup_origin(self, pid: int, width: int) -> tuple[int, int] | None:
+        """The root position of ``pid``'s popup window (viewable, override-redirect) that is
+        ``width`` pixels wide, or None when it shows none such."""
+        with self._session():
+            return self._targets.popup_at(pid, width)
+
     def activate_pid(self, pid: int, *, focus: bool) -> bool:
         """Raise the top window of process ``pid`` (and, with ``focus``, give it the
         keyboard); see :mod:`.x11focus`. False when that process shows no window."""

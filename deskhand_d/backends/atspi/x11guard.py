@@ -35,6 +35,7 @@ import os
 import select
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -215,16 +216,27 @@ class Targets:
         self.conn.ungrab_keyboard(X.CurrentTime)
         return False
 
-    def has_popup(self, pid: int) -> bool:
-        """Whether ``pid`` shows a popup (a viewable override-redirect top-level window, as a
-        menu or popover is): an app's own open menu holds the pointer and keyboard while it
-        is open, and input to that app is meant for it."""
+    def _popups(self, pid: int) -> Iterator[Any]:
+        """``pid``'s popups: viewable override-redirect top-level windows, as menus and
+        popovers are."""
         for top in self.root.query_tree().children:
             attributes = top.get_attributes()
             popup = attributes.map_state == X.IsViewable and attributes.override_redirect
             if popup and self.owner(top) == pid:
-                return True
-        return False
+                yield top
+
+    def has_popup(self, pid: int) -> bool:
+        """Whether ``pid`` shows a popup: an app's own open menu holds the pointer and
+        keyboard while it is open, and input to that app is meant for it."""
+        return next(self._popups(pid), None) is not None
+
+    def popup_at(self, pid: int, width: int) -> tuple[int, int] | None:
+        """The root position of ``pid``'s popup that is ``width`` pixels wide, if any."""
+        for top in self._popups(pid):
+            if int(top.get_geometry().width) == width:
+                at = self.root.translate_coords(top, 0, 0)
+                return int(at.x), int(at.y)
+        return None
 
     def grabbed_elsewhere(self, pid: int, keys: bool) -> bool:
         """Whether an active grab (of the keyboard with ``keys``, else of the pointer) would
