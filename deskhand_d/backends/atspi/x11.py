@@ -60,6 +60,7 @@ from deskhand_d.backends.atspi.x11guard import (
     grab_for_release,
     settled_alive,
     ungrab_after_release,
+    window_id,
 )
 from deskhand_d.backends.atspi.x11keys import (
     NO_SYMBOL,
@@ -403,7 +404,7 @@ class X11:
         """
         keysyms = [keysym_for_char(c) for c in text.replace("\r\n", "\n")]
         progress = Progress(len(keysyms), "characters")
-        with self._session():
+        with self._session(), self._focus_held(guard):
             keymap = self._current_keymap()
             spares = keymap.spare_keycodes()
             keys = key_ids(keysyms, keymap)
@@ -458,6 +459,41 @@ class X11:
                 reader.wait(settle=bool(bound))
                 if bound:
                     self._rebind(keymap, dict.fromkeys(bound, NO_SYMBOL))
+
+    @contextmanager
+    def _focus_held(self, guard: Guard | None) -> Iterator[None]:
+        """While keys are typed, the focus window falls back to nothing if it is destroyed.
+
+        A focus window that goes away passes the focus on as its owner asked (its parent,
+        the root, or the window under the pointer), and keys still on their way would reach
+        whatever that is: an app killed while typed into handed its last keys to the window
+        under the pointer, even with every key checked just before it was sent (the check and
+        the key are two requests, and a client's death can come between them). So the focus is
+        set again to the very window that has it, to revert to nothing (X sends no focus
+        events for that), and given its own fallback back at the end while it still has it."""
+        if guard is None:
+            yield
+            return
+        focus = self._conn.get_input_focus()
+        window = focus.focus
+        held = not isinstance(window, int) and window_id(window) not in (
+            X.NONE,
+            X.PointerRoot,
+            self._root.id,
+        )
+        if held:
+            window.set_input_focus(X.RevertToNone, X.CurrentTime)
+            self._conn.sync()
+        try:
+            yield
+        finally:
+            if held:
+                try:
+                    if window_id(self._conn.get_input_focus().focus) == window_id(window):
+                        window.set_input_focus(focus.revert_to, X.CurrentTime)
+                        self._conn.flush()
+                except xerror.XError:
+                    pass  # the window is gone: nothing to give back
 
     def _moved(self, window: int) -> bool:
         """Whether keys would now reach another window than ``window``, the one the batch was

@@ -78,7 +78,7 @@ class Progress:
         return InputStopped(reason, self.done, self.total, self.unit, detail)
 
 
-def _wid(window: Any) -> int:
+def window_id(window: Any) -> int:
     return window if isinstance(window, int) else int(window.id)
 
 
@@ -117,7 +117,7 @@ class Targets:
 
     def owner(self, window: Any) -> int | None:
         """The pid of the process that created ``window``, or None when nobody can tell."""
-        wid = _wid(window)
+        wid = window_id(window)
         if wid in (X.NONE, X.PointerRoot, self.root.id):
             return None
         if self._xres:
@@ -142,7 +142,7 @@ class Targets:
             if prop is not None and prop.value:
                 return int(prop.value[0])
             tree = window.query_tree()
-            if tree.parent == X.NONE or _wid(tree.parent) == self.root.id:
+            if tree.parent == X.NONE or window_id(tree.parent) == self.root.id:
                 for child in reversed(tree.children):  # a frame: its client is inside
                     prop = child.get_full_property(atom, Xatom.CARDINAL)
                     if prop is not None and prop.value:
@@ -154,8 +154,8 @@ class Targets:
         """The deepest mapped window containing root point ``(x, y)`` (0: only the root)."""
         found = 0
         child = self.root.translate_coords(self.root, x, y).child
-        while child and _wid(child) != X.NONE:
-            found = _wid(child)
+        while child and window_id(child) != X.NONE:
+            found = window_id(child)
             child = child.translate_coords(self.root, x, y).child
         return found
 
@@ -164,8 +164,8 @@ class Targets:
         top-most child of the one before it (the last is :meth:`window_at`'s)."""
         found: list[int] = []
         child = self.root.translate_coords(self.root, x, y).child
-        while child and _wid(child) != X.NONE:
-            found.append(_wid(child))
+        while child and window_id(child) != X.NONE:
+            found.append(window_id(child))
             child = child.translate_coords(self.root, x, y).child
         return found
 
@@ -189,7 +189,7 @@ class Targets:
                 w, h = int(geometry.width), int(geometry.height)
                 if size[0] <= w < 2 * size[0] and size[1] <= h < 2 * size[1]:
                     at = self.root.translate_coords(window, 0, 0)
-                    found.append((_wid(window), (int(at.x), int(at.y), w, h)))
+                    found.append((window_id(window), (int(at.x), int(at.y), w, h)))
                 break  # a frame holds one client
         return found
 
@@ -246,7 +246,7 @@ class Targets:
 
     def key_window(self) -> int:
         """The window key events would reach now (0: none)."""
-        focus = _wid(self.conn.get_input_focus().focus)
+        focus = window_id(self.conn.get_input_focus().focus)
         if focus == X.NONE:
             return 0
         if focus in (X.PointerRoot, self.root.id):
@@ -303,7 +303,7 @@ class Echo:
             top = conn.create_resource_object("window", window)
             while True:
                 tree = top.query_tree()
-                if tree.parent == X.NONE or _wid(tree.parent) == root.id:
+                if tree.parent == X.NONE or window_id(tree.parent) == root.id:
                     break
                 top = tree.parent
             protocols = int(conn.intern_atom("WM_PROTOCOLS"))
