@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpclient import Server
+from mcpclient import Server, serving
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +29,5 @@ def desktop() -> Iterator[Desktop]:
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
     """The backend server on that desktop, initialised; closed after the module."""
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s

@@ -1,11 +1,13 @@
 """The AT-SPI server as a child process for its tests: :class:`dhtest.mcpstdio.McpChild` with
 ``python -m deskhand_d.backends.atspi``, stderr kept in a file, and :meth:`Server.tool`
-answering ``(text, image blocks, is_error)``.
+answering ``(text, image blocks, is_error)``, and :func:`serving` for a module's fixture.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,3 +27,15 @@ class Server(McpChild):
         result = self.call(name, timeout, **arguments)
         images = [c for c in result.raw.get("content", []) if c.get("type") == "image"]
         return result.text, images, result.is_error
+
+
+@contextmanager
+def serving(env: dict[str, str], root: Path) -> Iterator[Server]:
+    """The server on a private desktop, initialised, its stderr in ``root/server.err``;
+    closed afterwards, which must end it cleanly (exit status 0)."""
+    s = Server(env, stderr=root / "server.err")
+    s.initialize()
+    try:
+        yield s
+    finally:
+        assert s.close() == 0, s.stderr_text()

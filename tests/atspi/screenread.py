@@ -1,5 +1,6 @@
-"""What the AT-SPI tests read off a reply: element indices in its tree, and the words of its
-screenshot as tesseract reads them (with where each word is, for clicks by coordinates).
+"""What the AT-SPI tests read off a reply: element indices in its tree, the words of its
+screenshot as tesseract reads them (with where each word is, for clicks by coordinates), and
+observing an app until its tree shows something.
 
 Shared by the real-app test modules; a test module, never imported by Deskhand.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 from dhtest.mcpstdio import ToolResult
 from mcpclient import Server
@@ -67,3 +69,16 @@ def where_part(result: ToolResult, fragment: str) -> tuple[float, float]:
         if fragment.lower() in text.lower():
             return x, y
     raise AssertionError(f"nothing holding {fragment!r} on the screenshot: {seen(result)}")
+
+
+def observe_until(server: Server, app: str, pattern: str, tries: int = 120) -> ToolResult:
+    """Observe ``app`` until a line of its tree matches ``pattern`` (a regular expression;
+    the app may still be starting), at most ``tries`` times half a second apart."""
+    result = None
+    for _ in range(tries):
+        result = server.call("get_app_state", 90, app=app)
+        if not result.is_error and re.search(pattern, result.text, re.MULTILINE):
+            return result
+        time.sleep(0.5)
+    assert result is not None
+    raise AssertionError(f"{pattern!r} never appeared:\n{result.text[:3000]}")

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
 
 pytestmark = pytest.mark.slow
 
@@ -62,10 +62,8 @@ def server(desktop: Desktop, silent: subprocess.Popen[bytes]) -> Iterator[Server
         "XDG_DATA_HOME": str(data),
         "FREEZER_PID_FILE": str(desktop.root / "freezer.pid"),
     }
-    s = Server(env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(env, desktop.root) as s:
+        yield s
 
 
 def note_of(result: ToolResult) -> dict[str, Any]:

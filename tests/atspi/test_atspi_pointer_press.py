@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpclient import Server
+from mcpclient import Server, serving
 from test_input_target import Witness, xdotool
 
 pytestmark = pytest.mark.slow
@@ -43,10 +43,8 @@ def witness(desktop: Desktop) -> Witness:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop, witness: Witness) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def _ready(server: Server) -> str:

@@ -11,14 +11,13 @@ the rest, instead of being cut at the node limit after 10-15 s of reading.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
+from screenread import observe_until, ok
 
 pytestmark = pytest.mark.slow
 
@@ -35,16 +34,9 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    ok(s.call("list_apps", 30))  # turns the session's accessibility on before apps start
-    yield s
-    assert s.close() == 0, s.stderr_text()
-
-
-def ok(result: ToolResult) -> ToolResult:
-    assert not result.is_error, result.text
-    return result
+    with serving(desktop.env, desktop.root) as s:
+        ok(s.call("list_apps", 30))  # turns the session's accessibility on before apps start
+        yield s
 
 
 def big_document(path: Path) -> None:
@@ -85,18 +77,6 @@ def pid_of(text: str) -> int:
     return int(found.group(1))
 
 
-def observe_until(server: Server, app: str, wanted: str, tries: int = 120) -> ToolResult:
-    """Observe ``app`` until its tree holds ``wanted`` (an app that is still starting)."""
-    result = None
-    for _ in range(tries):
-        result = server.call("get_app_state", 90, app=app)
-        if not result.is_error and wanted in result.text:
-            return result
-        time.sleep(0.5)
-    assert result is not None
-    raise AssertionError(f"{wanted!r} never appeared:\n{result.text[:3000]}")
-
-
 def test_writer_with_a_big_table_is_read_promptly_and_stays_flat(
     server: Server, desktop: Desktop
 ) -> None:
@@ -105,7 +85,7 @@ def test_writer_with_a_big_table_is_read_promptly_and_stays_flat(
     big_document(doc)
     profile = f"-env:UserInstallation=file://{desktop.root / 'lo-profile'}"
     desktop.spawn(["soffice", "--writer", "--norestore", profile, str(doc)], "soffice")
-    state = observe_until(server, "soffice", FIRST_LINE)
+    state = observe_until(server, "soffice", re.escape(FIRST_LINE))
     pid = pid_of(state.text)
     before = rss_kib(pid)
     for _ in range(3):
@@ -127,12 +107,12 @@ def test_a_folder_of_3000_files_lists_the_rows_on_screen(server: Server, desktop
     for i in range(1, 3001):
         (folder / f"note{i:04d}.txt").write_text("")
     desktop.spawn(["mousepad", str(folder / "note0001.txt")], "mousepad")
-    observe_until(server, "Mousepad", "note0001.txt")
+    observe_until(server, "Mousepad", re.escape("note0001.txt"))
     # While GTK 3 fills the list with 3,000 rows it may not answer for more than the 5 s a call
     # may take (seen: the window itself unanswered): the key's own reply may then time out;
     # the observations that follow wait for the dialog.
     server.call("press_key", 30, app="Mousepad", key="ctrl+o")
-    state = observe_until(server, "Mousepad", "cell (selectable) note0002.txt")
+    state = observe_until(server, "Mousepad", re.escape("cell (selectable) note0002.txt"))
     for result in (state, ok(server.call("get_app_state", 90, app="Mousepad"))):
         text = result.text
         assert TRUNCATED not in text

@@ -11,13 +11,12 @@ what it has chosen. A button pressed by index does what it says, through its rea
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
+from screenread import observe_until, ok
 
 pytestmark = pytest.mark.slow
 
@@ -41,46 +40,27 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    ok(s.call("list_apps", 30))  # the accessibility switch goes on before the browsers start
-    page = desktop.root / "page.html"
-    page.write_text(PAGE)
-    firefox = desktop.root / "firefox-profile"
-    firefox.mkdir()
-    desktop.spawn(
-        ["firefox-esr", "--no-remote", "--profile", str(firefox), page.as_uri()], "firefox"
-    )
-    desktop.spawn(
-        [
+    with serving(desktop.env, desktop.root) as s:
+        ok(s.call("list_apps", 30))  # the accessibility switch goes on before the browsers start
+        page = desktop.root / "page.html"
+        page.write_text(PAGE)
+        firefox = desktop.root / "firefox-profile"
+        firefox.mkdir()
+        desktop.spawn(
+            ["firefox-esr", "--no-remote", "--profile", str(firefox), page.as_uri()], "firefox"
+        )
+        desktop.spawn(
+            [
+                "chromium",
+                "--force-renderer-accessibility",
+                "--no-first-run",
+                "--no-sandbox",  # the suite may run as root, where Chromium needs it
+                f"--user-data-dir={desktop.root / 'chromium-profile'}",
+                page.as_uri(),
+            ],
             "chromium",
-            "--force-renderer-accessibility",
-            "--no-first-run",
-            "--no-sandbox",  # the suite may run as root, where Chromium needs it
-            f"--user-data-dir={desktop.root / 'chromium-profile'}",
-            page.as_uri(),
-        ],
-        "chromium",
-    )
-    yield s
-    assert s.close() == 0, s.stderr_text()
-
-
-def ok(result: ToolResult) -> ToolResult:
-    assert not result.is_error, result.text
-    return result
-
-
-def observe_until(server: Server, app: str, wanted: str, tries: int = 120) -> ToolResult:
-    """Observe ``app`` until its tree holds ``wanted`` (a browser that is still starting)."""
-    result = None
-    for _ in range(tries):
-        result = server.call("get_app_state", 90, app=app)
-        if not result.is_error and wanted in result.text:
-            return result
-        time.sleep(0.5)
-    assert result is not None
-    raise AssertionError(f"{wanted!r} never appeared:\n{result.text[:3000]}")
+        )
+        yield s
 
 
 def index(text: str, pattern: str) -> str:
@@ -93,7 +73,7 @@ def index(text: str, pattern: str) -> str:
 def test_browser_nodes_show_real_actions_and_read_text(server: Server, app: str) -> None:
     """Real action names, no object-replacement characters, the paragraph as it reads; the
     page's button pressed by index changes the page."""
-    state = observe_until(server, app, PARAGRAPH)
+    state = observe_until(server, app, re.escape(PARAGRAPH))
     text = state.text
     assert ";;" not in text, text
     assert "\ufffc" not in text

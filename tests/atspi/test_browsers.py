@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
 from screenread import index, ok, seen, where_part
 
 pytestmark = pytest.mark.slow
@@ -98,10 +98,8 @@ def _entries(desktop: Desktop, page: Path) -> Path:
 def server(desktop: Desktop, page: Path) -> Iterator[Server]:
     env = {**desktop.env, "XDG_DATA_HOME": str(_entries(desktop, page))}
     assert _switch(desktop) == "false"  # as on a desktop where no screen reader ever ran
-    s = Server(env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(env, desktop.root) as s:
+        yield s
     assert _switch(desktop) == "false"  # put back as it was found
 
 

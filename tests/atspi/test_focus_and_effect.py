@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
-from screenread import index, ok
+from mcpclient import Server, serving
+from screenread import index, observe_until, ok
 
 pytestmark = pytest.mark.slow
 
@@ -44,20 +44,8 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
-
-
-def observe_until(server: Server, app: str, pattern: str) -> ToolResult:
-    deadline = time.monotonic() + 60
-    while True:
-        result = server.call("get_app_state", 90, app=app)
-        if not result.is_error and re.search(pattern, result.text, re.M):
-            return result
-        assert time.monotonic() < deadline, result.text[-2000:]
-        time.sleep(0.5)
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def note(result: ToolResult) -> dict[str, Any]:

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
+from screenread import observe_until, ok
 
 pytestmark = pytest.mark.slow
 
@@ -51,27 +51,8 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
-
-
-def ok(result: ToolResult) -> ToolResult:
-    assert not result.is_error, result.text
-    return result
-
-
-def observe_until(server: Server, app: str, wanted: str, tries: int = 120) -> ToolResult:
-    """Observe ``app`` until its tree matches ``wanted`` (an app that is still starting)."""
-    result = None
-    for _ in range(tries):
-        result = server.call("get_app_state", 90, app=app)
-        if not result.is_error and re.search(wanted, result.text, re.MULTILINE):
-            return result
-        time.sleep(0.5)
-    assert result is not None
-    raise AssertionError(f"{wanted!r} never appeared:\n{result.text[:3000]}")
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def index(text: str, pattern: str) -> str:

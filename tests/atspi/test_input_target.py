@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
 
 pytestmark = pytest.mark.slow
 
@@ -78,10 +78,8 @@ def witness(desktop: Desktop) -> Witness:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop, witness: Witness) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def xdotool(desk: Desktop, *argv: str) -> None:

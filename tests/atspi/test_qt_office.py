@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
-from mcpclient import Server
+from mcpclient import Server, serving
 from screenread import index, ok, seen
 
 pytestmark = pytest.mark.slow
@@ -32,10 +32,8 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def pid_of(result: ToolResult) -> int:

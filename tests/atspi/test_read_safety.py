@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpclient import Server
+from mcpclient import Server, serving
 
 pytestmark = pytest.mark.slow
 
@@ -62,10 +62,8 @@ def server(desktop: Desktop) -> Iterator[Server]:
         f"--user-data-dir={profiles}/chromium about:blank\n"
     )
     env = {**desktop.env, "XDG_DATA_HOME": str(desktop.root / "data")}
-    s = Server(env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(env, desktop.root) as s:
+        yield s
 
 
 def _pid(text: str) -> int:

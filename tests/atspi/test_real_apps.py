@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpclient import Server
+from mcpclient import Server, serving
 from screenread import index, observe, ok, seen, where
 
 from deskhand_d import ax
@@ -40,10 +40,8 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def tree_top(text: str) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
-from mcpclient import Server
+from mcpclient import Server, serving
 from Xlib import display as xdisplay
 
 from deskhand_d import ax
@@ -106,10 +106,8 @@ def witness(desktop: Desktop) -> Witness:
 
 @pytest.fixture(scope="module")
 def server(desktop: Desktop, witness: Witness) -> Iterator[Server]:
-    s = Server(desktop.env, stderr=desktop.root / "server.err")
-    s.initialize()
-    yield s
-    assert s.close() == 0, s.stderr_text()
+    with serving(desktop.env, desktop.root) as s:
+        yield s
 
 
 def text_area(server: Server, app: str) -> tuple[ax.Tree, ax.tree.Element]:
