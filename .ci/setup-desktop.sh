@@ -20,7 +20,7 @@ packages=(
   tesseract-ocr                  # reads the demo's screenshot back in its test (does it show 13?)
   gtk-4-examples gnome-clocks    # GTK 4 widgets (gtk4-widget-factory): drop-downs, dialogs, stacks
   featherpad speedcrunch         # Qt 5 apps: the bridge that GetAll crashed, menus, dialogs
-  libreoffice-writer libreoffice-gtk3  # LibreOffice: descendants it manages, bounded reads
+  libreoffice-writer libreoffice-calc libreoffice-gtk3  # LibreOffice: bounded reads of what it manages
   firefox-esr chromium           # browsers: accessibility switched on only when asked
 )
 

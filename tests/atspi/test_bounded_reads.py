@@ -3,7 +3,8 @@
 Two apps on one private desktop. LibreOffice Writer opens a document with a 2,000-row table
 and 300 paragraphs: observing it by its bus name (``soffice``) completes, the text is
 readable, and the app's memory stays flat (the issue's reproduction drove LibreOffice to
-1.8-4 GB at full CPU). Mousepad's Open dialog shows a folder of 3,000 files: GTK 3's tree view
+1.8-4 GB at full CPU); then a Calc sheet, whose table reports all 17 billion cells as
+children, is read by the cells in view and the rest counted. Mousepad's Open dialog shows a folder of 3,000 files: GTK 3's tree view
 has 12,004 cells and manages its descendants; the tree lists the rows on screen and counts
 the rest, instead of being cut at the node limit after 10-15 s of reading.
 """
@@ -27,7 +28,7 @@ TRUNCATED = "Only the first"
 
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[Desktop]:
-    with desktop_or_skip(require=("soffice", "mousepad")) as desk:
+    with desktop_or_skip(require=("soffice", "localc", "mousepad")) as desk:
         desk.env["XDG_DATA_HOME"] = str(desk.root / "data")
         yield desk
 
@@ -96,6 +97,24 @@ def test_writer_with_a_big_table_is_read_promptly_and_stays_flat(
     assert re.search(r"table .*Big", state.text), state.text[:3000]
     assert "Value: r0c0" in state.text
     assert "Value: r1999c5" not in state.text  # far below the view: never read
+    assert grown < 64 * 1024, f"LibreOffice grew by {grown} KiB over three observations"
+
+
+def test_a_calc_sheet_of_17_billion_cells_is_read_by_what_it_shows(
+    server: Server, desktop: Desktop
+) -> None:
+    """A spreadsheet's table manages its descendants and reports every cell of the sheet as a
+    child: the cells in view are listed, the rest counted on the table, memory stays flat."""
+    profile = f"-env:UserInstallation=file://{desktop.root / 'lo-profile'}"
+    desktop.spawn(["soffice", "--calc", "--norestore", profile], "soffice-calc")
+    state = observe_until(server, "soffice", r"table Sheet Sheet1")
+    pid = pid_of(state.text)
+    before = rss_kib(pid)
+    for _ in range(3):
+        state = ok(server.call("get_app_state", 90, app="soffice"))
+    grown = rss_kib(pid) - before
+    counted = re.search(r"table Sheet Sheet1, Details: (\d+) more items", state.text)
+    assert counted and int(counted.group(1)) > 10**9, state.text[:3000]
     assert grown < 64 * 1024, f"LibreOffice grew by {grown} KiB over three observations"
 
 
