@@ -2,7 +2,8 @@
 # Install what the Linux AT-SPI backend, its tests and the demo need on Debian/Ubuntu: a virtual
 # X server, the session and accessibility buses, GTK 4, GTK 3, Qt 5, LibreOffice and browser
 # test apps, Debian's libatspi through python3-gi (the reference client for benchmarks) and OCR
-# to read screenshots back in tests. Idempotent: it installs only what is missing, so a second run needs no network.
+# to read screenshots back in tests. Idempotent: it installs only what is missing, so a second
+# run needs no network.
 set -euo pipefail
 
 packages=(
