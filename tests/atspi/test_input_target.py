@@ -29,38 +29,13 @@ import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import ToolResult
 from mcpclient import Server, serving
+from witnessapp import Witness
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-WITNESS = ROOT / "tests" / "peers" / "witness.py"
 DELIVERY = "deskhand/delivery"
 LONG_TEXT = "xyz " * 7500  # 30,000 characters: several seconds even at full speed into a field
-
-
-class Witness:
-    """The witness process and the record of what it received."""
-
-    def __init__(self, desk: Desktop) -> None:
-        self.record = desk.root / "witness.jsonl"
-        self.proc = desk.spawn(
-            ["/usr/bin/python3", str(WITNESS), str(self.record), "0", "0", "1280", "900"],
-            "witness",
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.record.exists() and '"ready"' in self.record.read_text():
-                break
-            time.sleep(0.05)
-        else:
-            raise AssertionError(f"the witness never mapped: {desk.log('witness').read_text()}")
-        ready = json.loads(self.record.read_text().splitlines()[0])
-        self.xid: int = ready["xid"]
-        self.pid: int = ready["pid"]
-
-    def received(self) -> list[dict[str, Any]]:
-        lines = [json.loads(x) for x in self.record.read_text().splitlines() if x]
-        return [x for x in lines if x["event"] != "ready"]
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ keymap than there are spare keycodes, so keycodes change meaning while it is typ
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from mcpclient import Server, serving
+from witnessapp import Witness
 from Xlib import display as xdisplay
 
 from deskhand_d import ax
@@ -32,8 +32,6 @@ from deskhand_d.backends.atspi.x11keys import Keymap, chunks_by_spares, keysym_f
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-WITNESS = ROOT / "tests" / "peers" / "witness.py"
 APPS = ["Mousepad", "Text Editor"]
 
 # Accented Latin, Greek, Cyrillic, CJK, Hangul and emoji outside the Basic Multilingual Plane:
@@ -70,26 +68,6 @@ def mixed_text(length: int) -> str:
 TEXT = mixed_text(600)
 
 
-class Witness:
-    """The witness process and what it received."""
-
-    def __init__(self, desk: Desktop) -> None:
-        self.record = desk.root / "typing-witness.jsonl"
-        desk.spawn(
-            ["/usr/bin/python3", str(WITNESS), str(self.record), "0", "0", "1280", "900"],
-            "typing-witness",
-        )
-        deadline = time.monotonic() + 30
-        while not (self.record.exists() and '"ready"' in self.record.read_text()):
-            assert time.monotonic() < deadline, desk.log("typing-witness").read_text()
-            time.sleep(0.05)
-        self.xid: int = json.loads(self.record.read_text().splitlines()[0])["xid"]
-
-    def received(self) -> list[dict[str, Any]]:
-        lines = [json.loads(x) for x in self.record.read_text().splitlines() if x]
-        return [x for x in lines if x["event"] != "ready"]
-
-
 @pytest.fixture(scope="module")
 def desktop() -> Iterator[Desktop]:
     with desktop_or_skip(require=("mousepad", "gnome-text-editor", "xdotool")) as desk:
@@ -101,7 +79,9 @@ def desktop() -> Iterator[Desktop]:
 
 @pytest.fixture(scope="module")
 def witness(desktop: Desktop) -> Witness:
-    return Witness(desktop)  # first, so every app the backend starts maps above it
+    return Witness(
+        desktop, "typing-witness"
+    )  # first, so every app the backend starts maps above it
 
 
 @pytest.fixture(scope="module")
