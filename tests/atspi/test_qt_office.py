@@ -65,7 +65,7 @@ def test_featherpad_type_menu_and_preferences(server: Server) -> None:
             "click",
             30,
             app="FeatherPad",
-            element_index=index(typed.text, r"menu (bar )?item Options"),
+            element_index=index(typed.text, r"menu bar item Options"),
         )
     )
     assert "menu item Preferences" in options.text

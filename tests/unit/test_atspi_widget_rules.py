@@ -198,3 +198,13 @@ def test_windows_of_large_containers() -> None:
         30 * 2,
         30 * (16_384 - 12),
     )
+
+
+def test_a_menu_title_in_a_menu_bar_is_a_menu_bar_item_whatever_its_role() -> None:
+    """GTK 3 says `menu`, Qt and GTK 4 `menu item` for the title in a menu bar: both are the
+    macOS `menu bar item` a click opens; inside a menu, either is a `menu item`."""
+    from deskhand_d.backends.atspi.roles import Role, role_words
+
+    for role in (Role.MENU, Role.MENU_ITEM):
+        assert role_words(role, parent_role=Role.MENU_BAR) == "menu bar item"
+        assert role_words(role, parent_role=Role.MENU) == "menu item"

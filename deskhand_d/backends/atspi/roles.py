@@ -279,13 +279,13 @@ MENU_PARENTS: Final = frozenset({Role.MENU_BAR, Role.MENU, Role.POPUP_MENU})
 def role_words(role: int, states: int = 0, *, parent_role: int = -1) -> str:
     """What Sky would print for an element with this AT-SPI role, states and parent role.
 
-    GTK 3 gives a menu's title and its items one object with the role ``menu``: in a menu bar
-    it is a ``menu bar item`` (macOS's word for a menu title, which a click opens), inside
-    another menu a ``menu item`` (the item that opens a submenu, as on macOS). Text objects
-    depend on whether they are editable and single-line.
+    GTK 3 gives a menu's title and its items one object with the role ``menu`` (Qt and GTK 4
+    the role ``menu item``): in a menu bar it is a ``menu bar item`` (macOS's word for a menu
+    title, which a click opens), inside another menu a ``menu item`` (the item that opens a
+    submenu, as on macOS). Text objects depend on whether they are editable and single-line.
     """
-    if role == Role.MENU and parent_role == Role.MENU_BAR:
-        return "menu bar item"
+    if role in (Role.MENU, Role.MENU_ITEM) and parent_role == Role.MENU_BAR:
+        return "menu bar item"  # Qt and GTK 4 give a menu title the item role
     if role == Role.MENU and parent_role in MENU_PARENTS:
         return "menu item"
     if role == Role.TEXT:
