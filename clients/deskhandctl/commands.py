@@ -258,6 +258,8 @@ def save_screenshot(path: str, data: str) -> int:
     import os
     import stat
 
+    from deskhandctl.filewrite import fill
+
     try:
         raw = binascii.a2b_base64(data, strict_mode=True)
     except binascii.Error as exc:
@@ -273,14 +275,7 @@ def save_screenshot(path: str, data: str) -> int:
     fd = os.open(temp, flags, 0o600)
     renamed = False
     try:
-        try:
-            os.fchmod(fd, 0o600)  # exactly 0600 whatever the umask
-            view = memoryview(raw)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fill(fd, raw, 0o600)
         os.replace(temp, path)
         renamed = True
     finally:

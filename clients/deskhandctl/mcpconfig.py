@@ -47,6 +47,7 @@ from typing import Any
 
 from deskhand_d import paths
 from deskhand_d.privatefile import fsync_dir
+from deskhandctl.filewrite import fill
 
 PROG = "deskhandctl mcp config"
 HOSTS = ("claude-code", "codex", "cursor", "claude-desktop", "vscode")
@@ -614,20 +615,9 @@ def backup(path: Path, data: bytes, mode: int) -> Path:
             fd = os.open(candidate, flags, 0o600)
         except FileExistsError:
             continue
-        _fill(fd, data, mode)
+        fill(fd, data, mode)
         return candidate
     raise Refusal(f"too many backups of {path} this second; try again")
-
-
-def _fill(fd: int, data: bytes, mode: int) -> None:
-    try:
-        os.fchmod(fd, mode)  # exactly this mode whatever the umask
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def replace_atomically(path: Path, data: bytes, mode: int, expect: bytes | None) -> None:
@@ -636,7 +626,7 @@ def replace_atomically(path: Path, data: bytes, mode: int, expect: bytes | None)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(temp, flags, 0o600)
     try:
-        _fill(fd, data, mode)
+        fill(fd, data, mode)
         now = _read(path)
         if (now[0] if now else None) != expect:
             raise Refusal(f"{path} changed while it was being edited; nothing written, try again")
