@@ -12,6 +12,7 @@ file it needs (``pidfile.py``) is written once that signal is handled.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -72,17 +73,19 @@ def obtain_listener(
 
 
 async def _watch_signals(
-    hub: Hub, native: Callable[[], NativeService | None], *, task_status: trio.TaskStatus[None]
+    signals: AsyncIterator[int],
+    hub: Hub,
+    native: Callable[[], NativeService | None],
+    *,
+    task_status: trio.TaskStatus[None],
 ) -> None:
-    stop_signal = pidfile.EMERGENCY_STOP_SIGNAL
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, stop_signal) as signals:
-        async with trio.open_nursery() as stops:
-            task_status.started()
-            async for signum in signals:
-                if signum == stop_signal:
-                    stops.start_soon(_emergency_stop_by_signal, native())
-                else:
-                    hub.request_shutdown(signal.Signals(signum).name)
+    async with trio.open_nursery() as stops:
+        task_status.started()
+        async for signum in signals:
+            if signum == pidfile.EMERGENCY_STOP_SIGNAL:
+                stops.start_soon(_emergency_stop_by_signal, native())
+            else:
+                hub.request_shutdown(signal.Signals(signum).name)
 
 
 async def _emergency_stop_by_signal(native: NativeService | None) -> None:
@@ -224,6 +227,28 @@ async def serve_daemon(
     """Run the daemon until it is asked to stop. ``task_status`` gets the socket path."""
     notifier = activation.Notifier(env)
     _raise_open_files_limit()
+    with contextlib.ExitStack() as held:
+        # Caught before the socket exists: once a client can connect, a stop signal must
+        # end the daemon cleanly (socket unlinked, logs flushed), never by the default kill.
+        signals = (
+            held.enter_context(
+                trio.open_signal_receiver(
+                    signal.SIGTERM, signal.SIGINT, pidfile.EMERGENCY_STOP_SIGNAL
+                )
+            )
+            if handle_signals
+            else None
+        )
+        await _serve(cfg, env, notifier, signals, task_status)
+
+
+async def _serve(
+    cfg: Config,
+    env: MutableMapping[str, str],
+    notifier: activation.Notifier,
+    signals: AsyncIterator[int] | None,
+    task_status: trio.TaskStatus[Path],
+) -> None:
     sock, bound = obtain_listener(cfg, env)
     pid_path = ""
     hub = Hub()
@@ -233,14 +258,14 @@ async def serve_daemon(
         managed_by = "launchd" if sys.platform == "darwin" else "systemd"
     try:
         async with trio.open_nursery() as nursery:
-            if handle_signals:  # first: the socket already accepts into its backlog
+            if signals is not None:  # first: the socket already accepts into its backlog
                 await nursery.start(
-                    _watch_signals, hub, lambda: services.native if services else None
+                    _watch_signals, signals, hub, lambda: services.native if services else None
                 )
             async with open_services(
                 cfg, env, socket_path=bound.path, hub=hub, managed_by=managed_by
             ) as services:
-                if handle_signals:  # SIGUSR1 now finds the native service: clients may send it
+                if signals is not None:  # SIGUSR1 now finds the native service: clients may send it
                     try:
                         pid_path = pidfile.write(bound.path)
                     except (OSError, ValueError) as exc:

@@ -34,6 +34,24 @@ def test_sigint_also_stops_gracefully(daemon: DaemonProc) -> None:
     assert not daemon.socket.exists()
 
 
+def test_a_stop_as_soon_as_the_socket_exists_is_still_graceful() -> None:
+    """From the moment the socket path exists a client may connect, and a service manager may
+    stop the daemon: SIGTERM then must already be caught, so the exit is 0 and the socket is
+    unlinked, never the default kill (-15) that leaves a stale socket behind."""
+    for _ in range(8):
+        root = short_tmpdir()
+        try:
+            d = spawn_daemon(root, wait=False)
+            deadline = time.monotonic() + 20
+            while not d.socket.exists() and d.proc.poll() is None:
+                assert time.monotonic() < deadline, "the socket never appeared"
+                time.sleep(0.001)
+            assert d.stop(timeout=10) == 0, d.log_text()
+            assert not d.socket.exists()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+
+
 def test_shutdown_op_replies_then_stops(daemon: DaemonProc) -> None:
     """The shutdown op gets its reply before the going-away close, then the process exits."""
     with SyncClient(daemon.socket) as c:
