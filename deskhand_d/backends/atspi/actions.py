@@ -33,7 +33,7 @@ from .apps import SCREEN_COORDS, WINDOW_COORDS, extents
 from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
 from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref, click_is_delayed
 from .roles import Role, State
-from .screen import Screen, ScreenUnavailable, centre, to_screen
+from .screen import ScreenUnavailable, Seat, centre, to_screen
 from .x11guard import Guard
 
 if TYPE_CHECKING:
@@ -51,8 +51,9 @@ class ToolError(Exception):
         self.text = text
 
 
-def x11_unavailable(why: str) -> str:
-    return texts.server_error(-10005, f"X11 input and screenshots are unavailable: {why}")
+def input_unavailable(screen: Seat, why: str) -> str:
+    where = "X11 input and screenshots are" if screen.kind == "x11" else "Wayland input is"
+    return texts.server_error(-10005, f"{where} unavailable: {why}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +62,7 @@ class Target:
     guard that keeps synthesized input inside the app's process."""
 
     bus: Bus
-    screen: Screen
+    screen: Seat
     origin: tuple[int, int]
     guard: Guard | None = None
     window: Ref | None = None  # the app's window (or popup) the element is in, when known
@@ -71,15 +72,10 @@ class Target:
 async def _x11(target: Target, what: str, *args: object, **options: object) -> None:
     """Run an :class:`~.x11.X11` input method by name under the target's guard; bad input
     becomes ``invalidParameter``. :class:`~.x11guard.InputStopped` passes through."""
-    guard = target.guard
-
-    def call(display: object) -> None:
-        getattr(display, what)(*args, guard=guard, **options)
-
     try:
-        await target.screen.run(call, stop=guard.stop if guard is not None else None)
+        await target.screen.send(what, *args, guard=target.guard, **options)
     except ScreenUnavailable as exc:
-        raise ToolError(x11_unavailable(str(exc))) from None
+        raise ToolError(input_unavailable(target.screen, str(exc))) from None
     except ValueError:
         raise ToolError(texts.INVALID_PARAMETER) from None
 
@@ -274,7 +270,7 @@ async def _press_with_pointer(target: Target, node: Node) -> bool:
         return await target.screen.run(press, stop=guard.stop)
     except ScreenUnavailable as exc:
         if sending.is_set():  # the click may have gone out: never press a second time
-            raise ToolError(x11_unavailable(str(exc))) from None
+            raise ToolError(input_unavailable(target.screen, str(exc))) from None
         return False
 
 

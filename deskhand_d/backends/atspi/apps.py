@@ -197,6 +197,41 @@ async def extents(bus: Bus, ref: Ref, coords: int = SCREEN_COORDS) -> tuple[int,
     return x, y, w, h
 
 
+async def window_sizes(bus: Bus, bus_name: str) -> set[tuple[int, int]]:
+    """The sizes of the windows and popups the app on ``bus_name`` shows (none when it is
+    gone or does not answer in time: it then shows nothing that keys could reach)."""
+    root = RunningApp(bus_name, "", None, "", "/org/a11y/atspi/accessible/root")
+    try:
+        found = await _top_levels(bus, root) or []
+    except BusError:
+        return set()
+    sizes: set[tuple[int, int]] = set()
+    for ref, _role, states in found:
+        if not roles.has(states, State.SHOWING):
+            continue
+        try:
+            box = await extents(bus, ref, WINDOW_COORDS)
+        except BusError:
+            continue
+        sizes.add((box[2], box[3]))
+    return sizes
+
+
+async def sizes_elsewhere(bus: Bus, mine: str, sizes: frozenset[tuple[int, int]]) -> bool:
+    """Whether an app other than ``mine`` shows a window of one of ``sizes``."""
+    others = sorted(await registered(bus) - {mine})
+    hits = [False] * len(others)
+
+    async def one(at: int, name: str) -> None:
+        with trio.move_on_after(1.0):  # a hung app cannot hold the call
+            hits[at] = bool(await window_sizes(bus, name) & sizes)
+
+    async with trio.open_nursery() as nursery:
+        for at, name in enumerate(others):
+            nursery.start_soon(one, at, name)
+    return any(hits)
+
+
 def launch(reaper: Reaper, argv: Sequence[str], env: Mapping[str, str]) -> int:
     """Start ``argv`` (an entry's command line) detached from us, as a child that ``reaper``
     collects when it ends; returns its pid. The switches that keep a toolkit's

@@ -39,10 +39,11 @@ from .catalog import Catalog, DesktopApp, RunningApp, Target
 from .model import APPLICATION, Node, Ref
 from .notes import Withheld, describe_exit
 from .reaper import Reaper, become_subreaper
-from .screen import Screen
+from .screen import Screen, Seat
 from .settle import LIMITS, Settler, lags
 from .switch import Switch
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
+from .wlscreen import WaylandScreen, wayland_session
 from .x11guard import Guard, InputStopped, settled_alive
 
 TOOL_TIMEOUT: Final = 30.0
@@ -218,7 +219,9 @@ class Backend:
         self.max_nodes = max_nodes
         self.tool_timeout = tool_timeout
         self.settle = settle
-        self.screen = Screen(self.env)
+        self.screen: Seat = (
+            WaylandScreen(self.env) if wayland_session(self.env) else Screen(self.env)
+        )
         self.sessions: dict[str, Session] = {}
         self._toggle: tuple[Ref, int] | None = None  # a click's element and its toggled states
         self._bus: Bus | None = None
@@ -239,6 +242,7 @@ class Backend:
     def attach(self, nursery: trio.Nursery) -> None:
         """Give the bus connection a nursery for its receiver task (the server's)."""
         self._bus = Bus(nursery, self.env)
+        self.screen.attach(nursery)
         become_subreaper()  # launched apps' own children are ours to reap (see .reaper)
         limits = dataclasses.replace(LIMITS, fallback_settle=self.settle)
         self._settler = Settler(self.env, self._bus, self.screen, nursery, limits)
@@ -261,7 +265,7 @@ class Backend:
             await self._bus.aclose()
         if self._settler is not None:
             self._settler.close()
-        self.screen.close()
+        await self.screen.aclose()
 
     # --- the call -----------------------------------------------------------------------------
 
@@ -545,6 +549,11 @@ class Backend:
         is known. Raises :class:`Withheld` (``focus_elsewhere``) when another app holds it."""
         await self.screen.activate(session.pid, focus=True)
         self.settler.rebase()  # focus events are not the keys' effect
+        if self.screen.kind != "x11":
+            # Toolkits on Wayland do not all report losing the keyboard (GTK 4 keeps its
+            # focused element focused): the compositor's focus window is proven before every
+            # batch instead (see .wlscreen), and the app's own word names the element.
+            return await self._own_focus(session)
         events = self.settler.events
         deadline = trio.current_time() + FOCUS_SETTLE
         while True:
@@ -569,6 +578,20 @@ class Backend:
             f"{session.target.name}: no keys were sent.",
             reason="focus_elsewhere",
         )
+
+    async def _own_focus(self, session: Session) -> Ref | None:
+        """The app's focused element as its latest report or tree names it, if it still
+        says so; None when it names none."""
+        events = self.settler.events
+        mine = events.focus is not None and events.focus[0] == session.bus_name
+        if mine and events.focus is not None and await actions.ref_focused(self.bus, events.focus):
+            return events.focus
+        rendering = session.rendering
+        if rendering.focus_index is not None:
+            node = rendering.nodes[rendering.focus_index]
+            if await actions.still_focused(self.bus, node):
+                return node.ref
+        return None
 
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
         # Without a window manager, another app's window may lie over this one: raise it.
@@ -729,7 +752,7 @@ class Backend:
 
         Synthesized input is guarded: it is sent only while it would reach the session's own
         process (see :mod:`.x11guard`)."""
-        where = actions.Target(self.bus, self.screen, session.origin, Guard(pid=session.pid))
+        where = actions.Target(self.bus, self.screen, session.origin, await self._guard(session))
         given = args.get("element_index")
         node = await self._reachable(session, given) if isinstance(given, str) else None
         self._input_sent = True  # from here on, a failure may leave the app changed
@@ -806,6 +829,19 @@ class Backend:
                     before = None
                 return None, verify.Expectation(focused, "text", before)
         return None, None
+
+    async def _guard(self, session: Session) -> Guard:
+        """What input to ``session``'s app must reach: its process, and on Wayland the sizes
+        of its windows, which the focused window must have (see :mod:`.wlscreen`)."""
+        if self.screen.kind == "x11":
+            return Guard(pid=session.pid)
+        sizes = frozenset(
+            (s.extents[2], s.extents[3])
+            for s in session.surfaces
+            if s.extents[2] > 0 and s.extents[3] > 0
+        )
+        twins = await apps.sizes_elsewhere(self.bus, session.bus_name, sizes)
+        return Guard(pid=session.pid, window_sizes=sizes, twins=twins, origin=session.origin)
 
     @staticmethod
     def _expect_value(node: Node, value: str) -> verify.Expectation | None:

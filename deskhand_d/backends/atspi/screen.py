@@ -13,13 +13,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import outcome
 import trio
 
 if TYPE_CHECKING:
     from .x11 import X11
+    from .x11guard import Guard
 
 T = TypeVar("T")
 
@@ -86,12 +87,52 @@ def usable_rect(extents: tuple[int, int, int, int]) -> bool:
     return 0 < w <= MAX_SIDE and 0 < h <= MAX_SIDE and x > -MAX_SIDE and y > -MAX_SIDE
 
 
+class Seat(Protocol):
+    """Where input goes and pictures come from: :class:`Screen` on X11,
+    :class:`~.wlscreen.WaylandScreen` on Wayland."""
+
+    @property
+    def kind(self) -> str: ...
+
+    def attach(self, nursery: trio.Nursery) -> None: ...
+
+    async def run(self, fn: Callable[[X11], T], *, stop: threading.Event | None = None) -> T: ...
+
+    async def send(self, what: str, *args: Any, guard: Guard | None, **options: Any) -> None: ...
+
+    async def screenshot(
+        self, extents: tuple[int, int, int, int], *, input_age: float | None = None
+    ) -> bytes | None: ...
+
+    async def capture(self, extents: tuple[int, int, int, int]) -> tuple[int, int, bytes]: ...
+
+    async def encode(self, shot: tuple[int, int, bytes]) -> bytes: ...
+
+    async def activate(self, pid: int, *, focus: bool) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
 class Screen:
     """The X display named by ``DISPLAY`` in ``env``; opened when first needed."""
+
+    kind = "x11"
 
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self._display = (os.environ if env is None else env).get("DISPLAY", "")
         self._x11: X11 | None = None
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Nothing to start: the display is opened in a worker thread when first used."""
+
+    async def send(self, what: str, *args: Any, guard: Guard | None, **options: Any) -> None:
+        """Run the :class:`~.x11.X11` input method ``what`` under ``guard`` (see
+        :mod:`.x11guard`); a cancelled call stops it between batches."""
+
+        def call(display: X11) -> None:
+            getattr(display, what)(*args, guard=guard, **options)
+
+        await self.run(call, stop=guard.stop if guard is not None else None)
 
     def _open(self) -> X11:
         if self._x11 is not None:
@@ -212,4 +253,7 @@ class Screen:
             pass
 
     def close(self) -> None:
+        self._forget()
+
+    async def aclose(self) -> None:
         self._forget()

@@ -38,7 +38,7 @@ from .bus import Bus
 from .damage import Damage, DamageUnavailable, Rect
 from .events import Activity, Events
 from .model import Node, click_is_delayed
-from .screen import Screen, ScreenUnavailable, significant_bytes, usable_rect
+from .screen import ScreenUnavailable, Seat, significant_bytes, usable_rect
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +121,16 @@ class Settler:
         self,
         env: Mapping[str, str],
         bus: Bus,
-        screen: Screen,
+        screen: Seat,
         nursery: trio.Nursery,
         limits: Limits = LIMITS,
     ) -> None:
         self.limits = limits
         self.events = Events(bus, nursery)
         self._screen = screen
-        self._display = env.get("DISPLAY", "")
+        # X11's damage events say when pixels change; on Wayland there is none to watch (an
+        # XWayland display draws no native window), so pictures settle by comparison.
+        self._display = env.get("DISPLAY", "") if screen.kind == "x11" else ""
         self._nursery = nursery
         self._damage: Damage | None = None
         self._damage_retry = -math.inf

@@ -48,10 +48,19 @@ StopReason = Literal["target_changed", "target_gone", "cancelled"]
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """The process that must receive the input, and a flag that stops it between batches."""
+    """The process that must receive the input, and a flag that stops it between batches.
+
+    On Wayland (see :mod:`.wlscreen`) the compositor cannot name a window's process, so the
+    guard also carries what the focused window must look like: the sizes of the app's own
+    windows, whether another app shows a window of such a size (``twins``: then nothing can be
+    proven), and the screen origin the toolkit gives the app's windows (points arrive measured
+    from it)."""
 
     pid: int
     stop: threading.Event = field(default_factory=threading.Event)
+    window_sizes: frozenset[tuple[int, int]] = frozenset()
+    twins: bool = False
+    origin: tuple[int, int] = (0, 0)
 
 
 class InputStopped(Exception):

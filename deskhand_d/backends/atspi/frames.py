@@ -1,0 +1,157 @@
+"""One picture of a compositor's screen-cast stream, and what its pixels prove. Pure but for
+:func:`grab`.
+
+What this owns: taking a single frame of a PipeWire stream (``gst-launch-1.0`` with
+``pipewiresrc``, converted to RGBA) and the arithmetic on it: where the window is inside a
+window stream's frame, and that window's pixels as packed RGB for a PNG.
+
+A window stream (Mutter's ``RecordWindow``) paints the window's whole buffer, client-side
+shadow included, at the frame's top-left, on a transparent background that fills the rest of
+the frame. The window itself is opaque, its shadow only partly: the rectangle of fully opaque
+pixels is the window as the toolkit sizes it (GTK 4's window extents are exactly that size),
+and its top-left corner is where the toolkit's window coordinates start inside the stream.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+Box = tuple[int, int, int, int]
+
+#: How long one frame may take to arrive (a stream that is not yet producing waits).
+GRAB_TIMEOUT_S: Final = 5.0
+GST_LAUNCH: Final = "gst-launch-1.0"
+_CAPS: Final = re.compile(r"width=\(int\)(\d+), height=\(int\)(\d+)")
+_OPAQUE: Final = 0xFF
+
+
+class FrameUnavailable(Exception):
+    """No frame could be taken; the message says why and what to install."""
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One RGBA frame, rows packed without padding."""
+
+    width: int
+    height: int
+    rgba: bytes
+
+    def __post_init__(self) -> None:
+        if len(self.rgba) != self.width * self.height * 4:
+            raise ValueError("the frame's size does not match its pixels")
+
+    def opaque_box(self) -> Box | None:
+        """The rectangle of fully opaque pixels: its first and last rows and, on the row in
+        its middle (below rounded corners), its first and last columns. None when nothing in
+        the frame is opaque (no window was painted)."""
+        stride = self.width * 4
+        alpha = self.rgba[3::4]
+        first = alpha.find(_OPAQUE.to_bytes(1, "big"))
+        if first < 0:
+            return None
+        last = alpha.rfind(_OPAQUE.to_bytes(1, "big"))
+        top, bottom = first // self.width, last // self.width
+        middle = (top + bottom) // 2
+        row = self.rgba[middle * stride + 3 : (middle + 1) * stride : 4]
+        left = row.find(b"\xff")
+        right = row.rfind(b"\xff")
+        if left < 0:
+            return None
+        return left, top, right - left + 1, bottom - top + 1
+
+    def rgb(self, box: Box) -> bytes:
+        """The pixels of ``box`` as packed RGB (alpha dropped), for :func:`.png.encode_rgb`."""
+        x, y, w, h = box
+        if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > self.width or y + h > self.height:
+            raise ValueError(f"{box} is not inside the {self.width}x{self.height} frame")
+        stride = self.width * 4
+        out = bytearray(w * h * 3)
+        for row in range(h):
+            start = (y + row) * stride + x * 4
+            line = self.rgba[start : start + w * 4]
+            at = row * w * 3
+            out[at : at + w * 3 : 3] = line[0::4]
+            out[at + 1 : at + w * 3 : 3] = line[1::4]
+            out[at + 2 : at + w * 3 : 3] = line[2::4]
+        return bytes(out)
+
+
+def size_from_caps(text: str) -> tuple[int, int] | None:
+    """The last ``width`` and ``height`` gst-launch's verbose output names (the caps the
+    frame was written with)."""
+    found = _CAPS.findall(text)
+    if not found:
+        return None
+    width, height = found[-1]
+    return int(width), int(height)
+
+
+def grab(node: int, env: Mapping[str, str], *, fd: int | None = None) -> Frame:
+    """One frame of PipeWire node ``node`` as RGBA (blocking; run it in a worker thread).
+    ``fd``: a PipeWire remote the portal opened for us, when the stream came from one.
+
+    Raises:
+        FrameUnavailable: gst-launch or its PipeWire element is missing, or no frame came.
+    """
+    program = shutil.which(GST_LAUNCH, path=env.get("PATH"))
+    if program is None:
+        raise FrameUnavailable(
+            "gst-launch-1.0 is not installed (Debian and Ubuntu: gstreamer1.0-tools and "
+            "gstreamer1.0-pipewire)"
+        )
+    source = ["pipewiresrc", f"path={node}", "num-buffers=1", "always-copy=true"]
+    if fd is not None:
+        source.append(f"fd={fd}")
+    with tempfile.TemporaryDirectory(prefix="dhframe") as scratch:
+        out = os.path.join(scratch, "frame.rgba")
+        argv = [
+            program,
+            "-v",
+            *source,
+            "!",
+            "videoconvert",
+            "!",
+            "video/x-raw,format=RGBA",
+            "!",
+            "filesink",
+            f"location={out}",
+        ]
+        try:
+            done = subprocess.run(
+                argv,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GRAB_TIMEOUT_S,
+                pass_fds=(fd,) if fd is not None else (),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise FrameUnavailable(
+                f"no frame came from the screen cast in {GRAB_TIMEOUT_S:g} s"
+            ) from None
+        size = size_from_caps(done.stdout.decode("utf-8", "replace"))
+        try:
+            with open(out, "rb") as f:
+                data = f.read()
+        except OSError:
+            data = b""
+    if done.returncode != 0 or size is None or not data:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = said[-1] if said else f"exit status {done.returncode}"
+        if "no element" in why and "pipewiresrc" in why:
+            why = "GStreamer has no PipeWire element (install gstreamer1.0-pipewire)"
+        raise FrameUnavailable(f"the screen cast gave no frame: {why}")
+    width, height = size
+    try:
+        return Frame(width, height, data[: width * height * 4])
+    except ValueError as exc:
+        raise FrameUnavailable(f"the screen cast gave a malformed frame: {exc}") from None

@@ -1,0 +1,379 @@
+"""The Wayland half of a tool call: keys, clicks and pictures through the compositor.
+
+What this owns: :class:`WaylandScreen`, which stands where :class:`~.screen.Screen` stands on
+X11, for sessions where ``WAYLAND_DISPLAY`` is set. Input goes through the compositor's
+remote-desktop session (:mod:`.remote`); pictures come from its screen cast (:mod:`.frames`).
+
+Where input lands, proven by the compositor. Wayland lets no client see where windows are or
+which one is focused; toolkits report element rectangles relative to their own window, and
+GTK 4 keeps reporting its last focused element as focused after its window lost the keyboard.
+The compositor says one thing: a stream recording "the focused window" paints the window keys
+go to. So before every batch of input (a click, a wheel step, a run of typed characters, a key
+chord) a new stream of the focus window is recorded and one frame of it read:
+
+* the window painted there must have the size of one of the app's own windows (from its
+  accessibility tree), and no other app may show a window of that size (``Guard.twins``);
+  otherwise nothing is sent (``InputStopped``, ``target_changed``);
+* pointer input is placed inside that same stream: the compositor maps the stream's pixels to
+  the window wherever it is on the screen, so a point in the app's screenshot (which is that
+  window's frame, cropped to the window) lands on that pixel of that window.
+
+Screenshots are the same picture: the focus window's frame, when it is one of the app's
+windows. An app whose window is not focused has no screenshot (nothing proves which window a
+picture would show); its tree still reads, and clicks by index still work through the
+accessibility actions.
+
+Only Mutter's own remote-desktop API is spoken (``DESKHAND_WAYLAND_INPUT=mutter``, set from
+``backend.wayland_input``); the desktop portal, which asks the person first, is not yet here,
+and input is refused with that said where it is chosen.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Final, TypeVar
+
+import trio
+
+from . import frames, png
+from .remote import (
+    BUTTONS,
+    RemoteSession,
+    SeatUnavailable,
+    SessionBus,
+    Stream,
+    screen_cast_only,
+    stop_screen_cast,
+)
+from .screen import (
+    SETTLE_MAX,
+    SETTLE_MIN,
+    SETTLE_NOISE,
+    SETTLE_STEP,
+    ScreenUnavailable,
+    changed_bytes,
+    usable_rect,
+)
+from .x11guard import Guard, Progress, process_alive
+from .x11keys import XK_RETURN, XK_TAB, keysym_for_char, parse_key_spec
+
+T = TypeVar("T")
+
+INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
+INPUT_KINDS: Final = ("portal", "mutter")
+#: Characters typed between two proofs of the focused window.
+TYPE_BATCH: Final = 32
+WHEEL_STEPS_PER_PAGE: Final = 5
+DRAG_STEPS: Final = 10
+_DIRECTIONS: Final = {"up": (0, -1), "down": (0, 1), "left": (1, -1), "right": (1, 1)}
+_PORTAL_NOT_YET: Final = (
+    "input on Wayland through the desktop portal (which asks you first) is not available in "
+    "this version; to let Deskhand use GNOME's own remote-desktop interface instead, set "
+    'backend.wayland_input = "mutter" in config.toml (or DESKHAND_WAYLAND_INPUT=mutter) and '
+    "restart deskhand-d"
+)
+
+
+def wayland_session(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` is a Wayland session (apps there do not take X11 input)."""
+    return bool(env.get("WAYLAND_DISPLAY")) and env.get("XDG_SESSION_TYPE", "wayland") != "x11"
+
+
+def input_kind(env: Mapping[str, str]) -> str:
+    kind = env.get(INPUT_ENV, "portal").strip().lower()
+    return kind if kind in INPUT_KINDS else "portal"
+
+
+def stream_point(box: tuple[int, int, int, int], x: float, y: float) -> tuple[float, float]:
+    """A point in window coordinates -> the same point in the window stream. Pure.
+
+    Raises:
+        ValueError: The point is not inside the window.
+    """
+    if not (math.isfinite(x) and math.isfinite(y)) or not (0 <= x < box[2] and 0 <= y < box[3]):
+        raise ValueError(f"({x}, {y}) is not inside the {box[2]}x{box[3]} window")
+    return box[0] + x, box[1] + y
+
+
+def type_keysyms(text: str) -> list[int]:
+    """The keysym of each character to type (Return for a newline, Tab for a tab). Pure.
+
+    Raises:
+        ValueError: A control character that no key types.
+    """
+    out = []
+    for char in text.replace("\r\n", "\n"):
+        if char in "\n\r":
+            out.append(XK_RETURN)
+        elif char == "\t":
+            out.append(XK_TAB)
+        else:
+            out.append(keysym_for_char(char))
+    return out
+
+
+class WaylandScreen:
+    """Input and pictures on a Wayland session (see the module notes)."""
+
+    kind: Final = "wayland"
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self.input = input_kind(env)
+        self._nursery: trio.Nursery | None = None
+        self._bus: SessionBus | None = None
+        self._lock = trio.Lock()
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        self._nursery = nursery
+
+    async def _session_bus(self) -> SessionBus:
+        if self._bus is None:
+            if self._nursery is None:
+                raise RuntimeError("WaylandScreen.attach() was not called")
+            try:
+                self._bus = await SessionBus.open(self.env, self._nursery)
+            except SeatUnavailable as exc:
+                raise ScreenUnavailable(str(exc)) from None
+        return self._bus
+
+    @asynccontextmanager
+    async def _batch(
+        self, guard: Guard, progress: Progress, what: str
+    ) -> AsyncIterator[tuple[RemoteSession, tuple[int, int, int, int]]]:
+        """A remote-desktop session for one batch of input, its focus window proven to be
+        one of the app's (see the module notes), with the window's box in its stream;
+        stopped afterwards."""
+        if self.input != "mutter":
+            raise ScreenUnavailable(_PORTAL_NOT_YET)
+        if not process_alive(guard.pid):
+            raise progress.stopped("target_gone", f"the app (process {guard.pid}) has exited")
+        bus = await self._session_bus()
+        try:
+            remote = await RemoteSession.start(bus)
+        except SeatUnavailable as exc:
+            raise ScreenUnavailable(
+                f"GNOME's remote-desktop interface is unavailable ({exc}); it exists only "
+                "under GNOME's compositor (Mutter)"
+            ) from None
+        try:
+            frame = await self._grab(remote.stream)
+            box = frame.opaque_box()
+            size = box[2:] if box is not None else None
+            if box is None or size not in guard.window_sizes:
+                shown = f"a {size[0]}x{size[1]} window" if size else "no window"
+                raise progress.stopped(
+                    "target_changed",
+                    f"the keyboard focus is on {shown}, not on one of the app's windows, so "
+                    f"{what} would have gone elsewhere",
+                )
+            if guard.twins:
+                raise progress.stopped(
+                    "target_changed",
+                    "another app shows a window of the same size as the app's, so the "
+                    f"compositor cannot show which of them {what} would reach",
+                )
+            await remote.warm_up()
+            yield remote, box
+        except SeatUnavailable as exc:
+            raise ScreenUnavailable(
+                f"the compositor's remote-desktop session failed: {exc}"
+            ) from None
+        finally:
+            with trio.CancelScope(shield=True):
+                await remote.stop()
+
+    # --- what X11 alone can do ----------------------------------------------------------------
+
+    async def run(self, fn: Callable[[Any], T], *, stop: object = None) -> T:
+        raise ScreenUnavailable("there is no X11 display to ask on a Wayland session")
+
+    async def activate(self, pid: int, *, focus: bool) -> None:
+        """Nothing: on Wayland no program may raise or focus another's window."""
+
+    # --- pictures ----------------------------------------------------------------------------
+
+    async def _focus_frame(self) -> frames.Frame:
+        """One frame of the focused window, from a screen cast of its own (no input)."""
+        bus = await self._session_bus()
+        try:
+            session, stream = await screen_cast_only(bus)
+        except SeatUnavailable as exc:
+            raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
+        try:
+            return await self._grab(stream)
+        finally:
+            with trio.CancelScope(shield=True):
+                await stop_screen_cast(bus, session)
+
+    async def _grab(self, stream: Stream) -> frames.Frame:
+        env = self.env
+        try:
+            return await trio.to_thread.run_sync(lambda: frames.grab(stream.node, env))
+        except frames.FrameUnavailable as exc:
+            raise ScreenUnavailable(str(exc)) from None
+
+    async def capture(self, extents: tuple[int, int, int, int]) -> tuple[int, int, bytes]:
+        """The focused window's pixels as ``(width, height, packed RGB)``, when it has the
+        size of ``extents`` (the app's window).
+
+        Raises:
+            ScreenUnavailable: No screen cast, or the focused window is not that window.
+        """
+        frame = await self._focus_frame()
+        box = frame.opaque_box()
+        if box is None or box[2:] != extents[2:]:
+            raise ScreenUnavailable("the app's window is not the focused one")
+        rgb = await trio.to_thread.run_sync(lambda: frame.rgb(box))
+        return box[2], box[3], rgb
+
+    async def encode(self, shot: tuple[int, int, bytes]) -> bytes:
+        return await trio.to_thread.run_sync(lambda: png.encode_rgb(*shot))
+
+    async def screenshot(
+        self, extents: tuple[int, int, int, int], *, input_age: float | None = None
+    ) -> bytes | None:
+        """A PNG of the app's focused window, captured until it settles after recent input
+        (as :meth:`.screen.Screen.screenshot` does); None when there is none to take."""
+        if not usable_rect(extents):
+            return None
+        try:
+            if input_age is not None and input_age < SETTLE_MIN:
+                await trio.sleep(SETTLE_MIN - input_age)
+            shot = await self.capture(extents)
+            deadline = time.monotonic() + (SETTLE_MAX if input_age is not None else 0)
+            while time.monotonic() < deadline:
+                await trio.sleep(SETTLE_STEP)
+                again = await self.capture(extents)
+                quiet = changed_bytes(again[2], shot[2]) <= SETTLE_NOISE
+                shot = again
+                if quiet:
+                    break
+            return await self.encode(shot)
+        except ScreenUnavailable:
+            return None
+
+    # --- input -------------------------------------------------------------------------------
+
+    async def send(self, what: str, *args: Any, guard: Guard | None, **options: Any) -> None:
+        """Run input method ``what`` (``click``, ``scroll``, ``drag``, ``press_key``,
+        ``type_text``) as :class:`~.x11.X11` names them, every batch proven first.
+
+        Raises:
+            ScreenUnavailable: No remote-desktop session (nothing was sent).
+            ValueError: Bad arguments (nothing was sent).
+            InputStopped: A batch would not reach the app; ``done`` says how far input got.
+        """
+        if guard is None:
+            raise ScreenUnavailable("Wayland input is sent only with a target to prove")
+        methods: dict[str, Callable[..., Awaitable[None]]] = {
+            "click": self._click,
+            "scroll": self._scroll,
+            "drag": self._drag,
+            "press_key": self._press_key,
+            "type_text": self._type_text,
+        }
+        method = methods.get(what)
+        if method is None:
+            raise ScreenUnavailable(f"{what} is not available on Wayland")
+        async with self._lock:
+            await method(guard, *args, **options)
+
+    def _window_point(self, guard: Guard, x: float, y: float) -> tuple[float, float]:
+        return x - guard.origin[0], y - guard.origin[1]
+
+    async def _click(
+        self, guard: Guard, x: float, y: float, button: str = "left", count: int = 1
+    ) -> None:
+        code = BUTTONS.get(button)
+        if code is None or count < 1:
+            raise ValueError(f"bad button {button!r} or count {count}")
+        wx, wy = self._window_point(guard, x, y)
+        progress = Progress(count, "clicks")
+        async with self._batch(guard, progress, "the click") as (remote, box):
+            await remote.point_at(*stream_point(box, wx, wy))
+            for _ in range(count):  # one batch: a double click must not wait between clicks
+                await remote.button(code, True)
+                with trio.CancelScope(shield=True):  # never leave a button down
+                    await remote.button(code, False)
+                progress.done += 1
+
+    async def _scroll(
+        self, guard: Guard, x: float, y: float, direction: str, pages: float = 1.0
+    ) -> None:
+        if direction not in _DIRECTIONS or not pages > 0 or math.isinf(pages):
+            raise ValueError(f"bad direction {direction!r} or pages {pages}")
+        axis, sign = _DIRECTIONS[direction]
+        wx, wy = self._window_point(guard, x, y)
+        notches = max(1, round(pages * WHEEL_STEPS_PER_PAGE))
+        progress = Progress(notches, "wheel steps")
+        async with self._batch(guard, progress, "the scroll") as (remote, box):
+            await remote.point_at(*stream_point(box, wx, wy))
+            for _ in range(notches):
+                await remote.wheel(axis, sign)
+                progress.done += 1
+
+    async def _drag(self, guard: Guard, x1: float, y1: float, x2: float, y2: float) -> None:
+        start, end = self._window_point(guard, x1, y1), self._window_point(guard, x2, y2)
+        progress = Progress(DRAG_STEPS + 2, "drag steps")
+        async with self._batch(guard, progress, "the drag") as (remote, box):
+            a, b = stream_point(box, *start), stream_point(box, *end)  # both checked first
+            await remote.point_at(*a)
+            await remote.button(BUTTONS["left"], True)
+            progress.done += 1
+            try:
+                for step in range(1, DRAG_STEPS + 1):
+                    t = step / DRAG_STEPS
+                    await remote.move(a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t)
+                    progress.done += 1
+            finally:
+                with trio.CancelScope(shield=True):
+                    await remote.button(BUTTONS["left"], False)
+            progress.done += 1
+
+    async def _press_key(self, guard: Guard, spec: str) -> None:
+        chord = parse_key_spec(spec)
+        progress = Progress(1, "keys")
+        async with self._batch(guard, progress, "the key") as (remote, _):
+            await _chord(remote, chord.held, [chord.key])
+            progress.done = 1
+
+    async def _type_text(self, guard: Guard, text: str, *, into_field: bool = False) -> None:
+        keysyms = type_keysyms(text)
+        progress = Progress(len(keysyms), "characters")
+        for start in range(0, len(keysyms), TYPE_BATCH):
+            batch = keysyms[start : start + TYPE_BATCH]
+            async with self._batch(guard, progress, "the typing") as (remote, _):
+                await _chord(remote, (), batch)
+                progress.done += len(batch)
+
+    async def aclose(self) -> None:
+        if self._bus is not None:
+            with trio.CancelScope(shield=True):
+                await self._bus.aclose()
+        self._bus = None
+
+    def close(self) -> None:
+        """Nothing to close synchronously: :meth:`aclose` ends the sessions."""
+
+
+async def _chord(remote: RemoteSession, held: Sequence[int], keys: Sequence[int]) -> None:
+    """Tap each of ``keys`` while ``held`` are down; every key pressed is released, even when
+    the call is cancelled part-way."""
+    down: list[int] = []
+    try:
+        for keysym in held:
+            await remote.key(keysym, True)
+            down.append(keysym)
+        for keysym in keys:
+            await remote.key(keysym, True)
+            down.append(keysym)
+            await remote.key(keysym, False)
+            down.pop()
+    finally:
+        with trio.CancelScope(shield=True):
+            for keysym in reversed(down):
+                await remote.key(keysym, False)
