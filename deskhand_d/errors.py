@@ -504,6 +504,14 @@ class InvalidArgument(BackendRefused):
     code = "invalid_argument"
 
 
+class InputUnavailable(BackendRefused):
+    """The backend cannot send keys or clicks on this desktop (no X display, no remote-desktop
+    interface on Wayland); ``data.backend_text`` says what is missing. ``refused`` when the
+    backend said nothing went out before it failed."""
+
+    code = "input_unavailable"
+
+
 class ElementGone(BackendRefused):
     """The element index no longer names an element: the app changed since the observation."""
 

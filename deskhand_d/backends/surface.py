@@ -31,11 +31,13 @@ DELIVERY_META: Final = "deskhand/delivery"
 all it was asked: ``{"state": "refused" | "partial" | "unknown" | "dispatched", "reason": ...,
 "done": n, "total": n, "unit": "characters", ...}`` (counts optional). ``reason`` is
 ``target_changed`` (the input would have reached another program), ``target_gone`` (the app
-quit), ``failed``, or one of the notes of ``deskhand_d.backends.atspi.notes`` (``app_exited``
-with ``exit`` and ``during``, ``not_accessible`` with ``hint``, ``focus_elsewhere``,
-``modal_dialog`` with ``dialog``, ``no_effect`` with ``what``: the one note given with state
-``dispatched``, for input that arrived and changed nothing). Sky never sends it; a client
-that does not know it still sees an ``isError`` result."""
+quit), ``failed``, ``not_sent`` (an error result given before anything went out to the app:
+its text says what went wrong, and the daemon reads it as usual but says ``refused``), or
+one of the notes of ``deskhand_d.backends.atspi.notes`` (``app_exited`` with ``exit`` and
+``during``, ``not_accessible`` with ``hint``, ``focus_elsewhere``, ``modal_dialog`` with
+``dialog``, ``no_effect`` with ``what``: the one note given with state ``dispatched``, for
+input that arrived and changed nothing). Sky never sends it; a client that does not know it
+still sees an ``isError`` result."""
 
 EFFECT_META: Final = "deskhand/effect"
 """A ``_meta`` key on a successful action result of Deskhand's own AT-SPI backend that read

@@ -1,4 +1,5 @@
-"""A private Linux desktop: its own session bus, Xvfb, the accessibility bus and real apps.
+"""A private Linux desktop: its own session bus, Xvfb or a headless GNOME compositor, the
+accessibility bus and real apps.
 
 What this owns: bringing up one throw-away graphical session that touches nothing outside its
 own temporary directory, and tearing every process of it down again by PID.
@@ -6,6 +7,10 @@ own temporary directory, and tearing every process of it down again by PID.
 * ``dbus-daemon --session`` listening on a socket inside the temporary directory (its own
   address, never the machine's session bus);
 * ``Xvfb`` on a display it picks itself (``-displayfd``), so parallel runs do not collide;
+  or, for a Wayland session (``session="wayland"``), PipeWire with WirePlumber and Mutter as
+  a headless Wayland compositor with one virtual monitor and no XWayland (``mutter --headless
+  --wayland --no-x11``), its socket named after the temporary directory, with apps told to
+  draw on Wayland (``GDK_BACKEND``, ``QT_QPA_PLATFORM``);
 * ``at-spi-bus-launcher --launch-immediately`` (the accessibility bus; the registry daemon is
   D-Bus-activated on that bus the first time a client asks for it);
 * GSettings on the keyfile backend under a private ``XDG_CONFIG_HOME`` (no dconf, and
@@ -37,6 +42,7 @@ from pathlib import Path
 MARKER = "DESKHAND_PRIVATE_DESKTOP"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 REQUIRED = ("dbus-daemon", "Xvfb", BUS_LAUNCHER)
+WAYLAND_REQUIRED = ("dbus-daemon", "mutter", "pipewire", "wireplumber", BUS_LAUNCHER)
 APPS = {"gnome-calculator": "gnome-calculator", "galculator": "galculator"}
 _KEYFILE = "[org/gnome/calculator]\nrefresh-interval=0\n"
 
@@ -45,10 +51,10 @@ class DesktopUnavailable(RuntimeError):
     """A binary the private desktop needs is missing, or a part of it did not start."""
 
 
-def missing_binaries(extra: tuple[str, ...] = ()) -> list[str]:
+def missing_binaries(extra: tuple[str, ...] = (), *, session: str = "x11") -> list[str]:
     """The required programs (plus ``extra``) that are not installed."""
     out = []
-    for name in (*REQUIRED, *extra):
+    for name in (*(WAYLAND_REQUIRED if session == "wayland" else REQUIRED), *extra):
         found = os.access(name, os.X_OK) if name.startswith("/") else shutil.which(name)
         if not found:
             out.append(name)
@@ -67,6 +73,10 @@ class Desktop:
     @property
     def display(self) -> str:
         return self.env["DISPLAY"]
+
+    @property
+    def wayland(self) -> bool:
+        return "WAYLAND_DISPLAY" in self.env
 
     def log(self, name: str) -> Path:
         return self.root / f"{name}.log"
@@ -191,6 +201,10 @@ def _base_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
             "XDG_RUNTIME_DIR": str(run),
             "XDG_CONFIG_HOME": str(config),
             "XDG_CACHE_HOME": str(root / "cache"),
+            # Apps keep restored documents and history here (Text Editor reopens its last
+            # drafts): a private desktop starts with none of the person's.
+            "XDG_DATA_HOME": str(root / "data"),
+            "XDG_STATE_HOME": str(root / "state"),
             "GSETTINGS_BACKEND": "keyfile",
             "GDK_BACKEND": "x11",
         }
@@ -204,17 +218,25 @@ def _base_env(root: Path, base: Mapping[str, str]) -> dict[str, str]:
 
 
 def start_desktop(
-    *, apps: tuple[str, ...] = (), size: str = "1280x900x24", base: Mapping[str, str] | None = None
+    *,
+    apps: tuple[str, ...] = (),
+    size: str = "1280x900x24",
+    base: Mapping[str, str] | None = None,
+    session: str = "x11",
 ) -> Desktop:
-    """Bring a private session up (and ``apps`` in it); the caller must :meth:`~Desktop.close`."""
-    missing = missing_binaries()
+    """Bring a private session up (and ``apps`` in it); the caller must :meth:`~Desktop.close`.
+    ``session``: ``x11`` (Xvfb) or ``wayland`` (headless Mutter, see the module notes)."""
+    missing = missing_binaries(session=session)
     if missing:
         raise DesktopUnavailable(f"missing: {', '.join(missing)}")
     root = Path(tempfile.mkdtemp(prefix="dhdesk", dir="/tmp"))
     desk = Desktop(root, _base_env(root, os.environ if base is None else base))
     try:
         _start_bus(desk)
-        _start_x(desk, size)
+        if session == "wayland":
+            _start_wayland(desk, size)
+        else:
+            _start_x(desk, size)
         desk.spawn([BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
         for app in apps:
             desk.launch(app)
@@ -276,10 +298,64 @@ def _start_x(desk: Desktop, size: str) -> None:
     desk.env["DISPLAY"] = ":" + number.decode().strip()
 
 
+def _start_wayland(desk: Desktop, size: str) -> None:
+    """PipeWire and WirePlumber (for screen casts), then Mutter; returns once its Wayland
+    socket accepts connections."""
+    env = desk.env
+    for name in ("DISPLAY", "XAUTHORITY"):
+        env.pop(name, None)
+    env.update(
+        {
+            "XDG_SESSION_TYPE": "wayland",
+            "GDK_BACKEND": "wayland",
+            "QT_QPA_PLATFORM": "wayland",
+            "MOZ_ENABLE_WAYLAND": "1",
+        }
+    )
+    desk.spawn(["pipewire"], "pipewire")
+    desk.spawn(["wireplumber"], "wireplumber")
+    name = f"wayland-{desk.root.name}"
+    width, height = size.split("x")[:2]
+    desk.spawn(
+        [
+            "mutter",
+            "--headless",
+            "--wayland",
+            "--no-x11",
+            f"--wayland-display={name}",
+            f"--virtual-monitor={width}x{height}",
+        ],
+        "mutter",
+    )
+    path = Path(env["XDG_RUNTIME_DIR"]) / name
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if path.exists() and _accepts(path):
+            env["WAYLAND_DISPLAY"] = name
+            return
+        time.sleep(0.05)
+    raise DesktopUnavailable(f"mutter did not start: {desk.log('mutter').read_text()[-2000:]}")
+
+
+def _accepts(path: Path) -> bool:
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
 @contextmanager
-def private_desktop(*, apps: tuple[str, ...] = (), size: str = "1280x900x24") -> Iterator[Desktop]:
+def private_desktop(
+    *, apps: tuple[str, ...] = (), size: str = "1280x900x24", session: str = "x11"
+) -> Iterator[Desktop]:
     """A private session for the duration of the ``with`` block."""
-    desk = start_desktop(apps=apps, size=size)
+    desk = start_desktop(apps=apps, size=size, session=session)
     try:
         yield desk
     finally:

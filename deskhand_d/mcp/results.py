@@ -76,6 +76,9 @@ class Shortfall(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _STATES: Final = ("refused", "partial", "unknown", "dispatched")
+#: The note of an error result given before anything was sent: still read as an error of its
+#: kind (its text says what was wrong), with ``refused`` as its delivery.
+NOT_SENT: Final = "not_sent"
 _NOTE_FIELDS: Final = ("exit", "during", "hint", "dialog", "what")
 
 
@@ -98,6 +101,8 @@ def shortfall(result: Any) -> Shortfall | None:
     reason = str(note.get("reason", ""))[:40]
     if (state == "dispatched") != (reason == "no_effect"):
         return None  # only a change that did not happen was delivered and still falls short
+    if reason == NOT_SENT and state != "refused":
+        return None
     counts = [note.get(k) for k in ("done", "total")]
     ok = all(type(c) is int and c >= 0 for c in counts) and isinstance(note.get("unit"), str)
     return Shortfall(
@@ -209,7 +214,7 @@ def classify(result: Any) -> ToolOutput:
     text, images, is_error = decode(result)
     kind = Kind.OK
     short = shortfall(result) if is_error else None
-    if short is not None:
+    if short is not None and short.reason != NOT_SENT:
         return ToolOutput(
             kind=Kind.INPUT_STOPPED, text=text, images=images, is_error=True, shortfall=short
         )
@@ -224,6 +229,8 @@ def classify(result: Any) -> ToolOutput:
         kind = Kind.NOT_AUTHENTICATED
     elif is_error:
         kind = Kind.TOOL_ERROR
+        if short is not None:  # not_sent: an error like any other, known to have sent nothing
+            return ToolOutput(kind=kind, text=text, images=images, is_error=True, shortfall=short)
     elif _has_diff_header(text):
         kind = Kind.PARTIAL_UPDATE
     seen = effect(result) if kind is Kind.OK else None

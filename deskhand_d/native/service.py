@@ -341,7 +341,18 @@ class NativeService:
             )
         if out.kind is Kind.TOOL_ERROR:
             known = toolerrors.explain(tool, args, app, out.text, caller.words, bounds=bounds)
+            sent_nothing = out.shortfall is not None and out.shortfall.state == "refused"
+            if known is None and sent_nothing:
+                known = E.BackendRefused(
+                    f"the backend did not carry out {action(tool)} on {app!r} and sent it "
+                    f"nothing: {toolerrors.detail(out.text)}",
+                    data={"app": app, "tool": tool, "backend_text": out.text[:2000]},
+                )
             if known is not None:
+                if sent_nothing:  # the backend's word, stronger than the code's default
+                    known.delivery = "refused"
+                    if "nothing was" not in known.message.lower():
+                        known.message += "; nothing was sent"
                 raise known
         return res
 

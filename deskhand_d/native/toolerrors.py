@@ -37,6 +37,7 @@ _STALE: Final = (
 )
 _NO_WINDOW: Final = ("noWindowsAvailable", "cgWindowNotFound", "No capturable window found")
 _COORDINATE_TOOLS: Final = frozenset({"drag"})
+_NO_INPUT: Final = ("X11 input and screenshots are unavailable: ", "Wayland input is unavailable: ")
 _LIMIT = 2000  # of the backend's text kept in data
 
 
@@ -138,6 +139,13 @@ def explain(
             f"({said}); "
             "nothing was done. The backend may not match what Deskhand expects: "
             "`deskhandctl doctor` compares its tools",
+            data=data,
+        )
+    if said.startswith(_NO_INPUT):
+        return E.InputUnavailable(
+            f"the backend cannot send keys or clicks to {app!r} on this desktop ({said}). "
+            "Clicks by element index that the app carries out itself may still work; "
+            "`deskhandctl doctor` shows what is missing and how to add it",
             data=data,
         )
     if said.startswith(_NOT_ACTIVE):

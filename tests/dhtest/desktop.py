@@ -39,11 +39,11 @@ def _under_ci() -> bool:
     return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
 
 
-def require_binaries(*extra: str) -> None:
+def require_binaries(*extra: str, session: str = "x11") -> None:
     """Skip the test when binaries are missing, unless ``CI`` is set: then fail it."""
     import pytest
 
-    missing = missing_binaries(extra)
+    missing = missing_binaries(extra, session=session)
     if not missing:
         return
     why = f"private desktop needs {', '.join(missing)} (run .ci/setup-desktop.sh)"
@@ -53,9 +53,12 @@ def require_binaries(*extra: str) -> None:
 
 
 @contextmanager
-def desktop_or_skip(*apps: str, require: tuple[str, ...] = ()) -> Iterator[Desktop]:
+def desktop_or_skip(
+    *apps: str, require: tuple[str, ...] = (), session: str = "x11"
+) -> Iterator[Desktop]:
     """:func:`private_desktop` (with ``apps`` started) for a pytest fixture, after
-    :func:`require_binaries` for the desktop, ``apps`` and the programs in ``require``."""
-    require_binaries(*(APPS.get(a, a) for a in (*apps, *require)))
-    with private_desktop(apps=apps) as desk:
+    :func:`require_binaries` for the desktop, ``apps`` and the programs in ``require``.
+    ``session``: ``x11`` (Xvfb) or ``wayland`` (headless Mutter)."""
+    require_binaries(*(APPS.get(a, a) for a in (*apps, *require)), session=session)
+    with private_desktop(apps=apps, session=session) as desk:
         yield desk

@@ -4,7 +4,8 @@ Run with the system Python that has PyGObject (``/usr/bin/python3 tests/peers/wi
 RECORD X Y W H [grab]``). It opens an undecorated window at ``(X, Y)`` of size ``W x H`` titled
 "Deskhand Witness" with a text view filling it, and appends one JSON line to RECORD for every
 key press or release, button press or release and scroll event that reaches it, and a
-``{"event": "ready", "xid": N, "pid": N}`` line once its window is mapped. With ``grab``
+``{"event": "ready", "xid": N, "pid": N}`` line once its window is mapped (``xid`` 0 on
+Wayland, where it has no X window and the compositor decides where it goes). With ``grab``
 it holds an active grab of the keyboard once mapped, as an open menu or a screen lock does. A test that sends
 input to another app reads RECORD afterwards: any input line means input landed here.
 
@@ -66,8 +67,8 @@ def main() -> int:
 
     def on_map(_widget: Gtk.Widget, _event: Gdk.Event) -> bool:
         gdk_window = window.get_window()
-        assert isinstance(gdk_window, GdkX11.X11Window)
-        write(event="ready", xid=gdk_window.get_xid(), pid=os.getpid())
+        xid = gdk_window.get_xid() if isinstance(gdk_window, GdkX11.X11Window) else 0
+        write(event="ready", xid=xid, pid=os.getpid())
         return False
 
     window.connect("map-event", on_map)

@@ -20,7 +20,6 @@ click by coordinates.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -68,6 +67,12 @@ class Target:
     window: Ref | None = None  # the app's window (or popup) the element is in, when known
     ancestors: tuple[Node, ...] = ()  # the element's ancestors in the tree, nearest first
 
+    def changing(self) -> None:
+        """Say that a call that may change the app is about to go out (see
+        :attr:`~.x11guard.Guard.sending`)."""
+        if self.guard is not None:
+            self.guard.sending.set()
+
 
 async def _x11(target: Target, what: str, *args: object, **options: object) -> None:
     """Run an :class:`~.x11.X11` input method by name under the target's guard; bad input
@@ -90,9 +95,10 @@ async def check_alive(bus: Bus, node: Node) -> None:
         raise ToolError(texts.STALE_ELEMENT)
 
 
-async def _do_action(bus: Bus, ref: Ref, index: int) -> None:
+async def _do_action(target: Target, ref: Ref, index: int) -> None:
+    target.changing()
     try:
-        await bus.call(ref, ACTION, "DoAction", "i", (index,))
+        await target.bus.call(ref, ACTION, "DoAction", "i", (index,))
     except (Gone, CallFailed):
         raise ToolError(texts.STALE_ELEMENT) from None
 
@@ -203,6 +209,7 @@ async def click_element(
     until the dialog closed.
     """
     if button == "left" and count == 1 and takes_caret(node):
+        target.changing()
         if await focus_text(target.bus, node):
             return False
         x, y = await element_centre(target, node)  # the toolkit declined: click it instead
@@ -218,7 +225,7 @@ async def click_element(
         if delayed and await _press_with_pointer(target, node):
             return True
         for _ in range(count):
-            await _do_action(target.bus, node.ref, primary)
+            await _do_action(target, node.ref, primary)
         return False
     if by_pointer:
         try:
@@ -261,15 +268,14 @@ async def _press_with_pointer(target: Target, node: Node) -> bool:
     if walked is None or got["element"] != (walked[0] - x, walked[1] - y, walked[2], walked[3]):
         return False  # it moved since the tree that placed it was read
     size = got["window"][2], got["window"][3]
-    sending = threading.Event()
 
     def press(display: X11) -> bool:
-        return display.press_in_window(size, got["element"], guard, sending)
+        return display.press_in_window(size, got["element"], guard, guard.sending)
 
     try:
         return await target.screen.run(press, stop=guard.stop)
     except ScreenUnavailable as exc:
-        if sending.is_set():  # the click may have gone out: never press a second time
+        if guard.sending.is_set():  # the click may have gone out: never press a second time
             raise ToolError(input_unavailable(target.screen, str(exc))) from None
         return False
 
@@ -301,11 +307,12 @@ async def click_point(target: Target, x: float, y: float, button: str, count: in
 async def secondary_action(target: Target, node: Node, action: str, given: str) -> None:
     if action not in node.actions:
         raise ToolError(texts.bad_secondary_action(action, given))
-    await _do_action(target.bus, node.ref, node.actions.index(action))
+    await _do_action(target, node.ref, node.actions.index(action))
 
 
 async def set_value(target: Target, node: Node, value: str) -> None:
     if node.text_settable:
+        target.changing()
         try:
             (ok,) = await target.bus.call(node.ref, EDITABLE_TEXT, "SetTextContents", "s", (value,))
         except (Gone, CallFailed):
@@ -318,6 +325,7 @@ async def set_value(target: Target, node: Node, value: str) -> None:
             number = float(value)
         except ValueError:
             raise ToolError(texts.INVALID_PARAMETER) from None
+        target.changing()
         try:
             await target.bus.set(node.ref, VALUE, "CurrentValue", "d", number)
         except (Gone, CallFailed):
@@ -355,6 +363,7 @@ async def select_text(
         if found is None:
             raise ToolError(texts.TEXT_NOT_FOUND)
         start, end = found
+        target.changing()
         if selection == "text":
             if not await _select_range(bus, node.ref, start, end):
                 raise ToolError(texts.NO_TEXT_SELECTION)
@@ -422,6 +431,7 @@ async def scroll(target: Target, node: Node, direction: str, pages: float) -> No
         current = float(values["CurrentValue"])
         step = (high - low) / 4 * pages
         new = current - step if direction in ("up", "left") else current + step
+        target.changing()
         await bus.set(bar.ref, VALUE, "CurrentValue", "d", min(high, max(low, new)))
     except (Gone, CallFailed, KeyError):
         raise ToolError(texts.STALE_ELEMENT) from None

@@ -32,7 +32,7 @@ import trio
 from .. import surface
 from ..skyserver import texts
 from ..skyserver.tools import Outcome
-from . import actions, apps, gmenu, model, programs, render, verify
+from . import actions, apps, gmenu, model, programs, render, roles, verify
 from .actions import ToolError
 from .bus import Bus, BusTimeout, BusUnavailable, CallFailed, Gone, one_error
 from .catalog import Catalog, DesktopApp, RunningApp, Target
@@ -47,6 +47,7 @@ from .wlscreen import WaylandScreen, wayland_session
 from .x11guard import Guard, InputStopped, settled_alive
 
 TOOL_TIMEOUT: Final = 30.0
+NOT_SENT: Final = "not_sent"  # the delivery note of an error given before any input
 # Seconds an app gets to update its tree after an action, only where its events cannot be
 # received (otherwise the settling follows them: see .settle).
 SETTLE: Final = LIMITS.fallback_settle
@@ -234,7 +235,11 @@ class Backend:
         self.reaper = Reaper()
         self.switch = Switch(self.env)
         self._settler: Settler | None = None
-        self._input_sent = False  # whether the current call may have reached the app
+        # The current action's guard: its ``sending`` says whether input may have reached
+        # the app (set by the seat or the action just before anything goes out).
+        self._acting: Guard | None = None
+        self._caret: dict[str, Ref] = {}  # per app: the field a click by index focused last
+        self._presumed: Ref | None = None  # the current call's focus, where only presumed
         # The app the current call reads or acts on (its name, its process), once known:
         # a failure while it is gone is reported as its exit, not as a missing window.
         self._operating: tuple[str, int] | None = None
@@ -273,12 +278,18 @@ class Backend:
         if name not in surface.TOOL_ORDER:
             return _text(texts.unknown_tool(name), error=True)
         async with self._lock:
-            self._input_sent = False
+            self._acting = None
+            self._presumed = None
             self._operating = None
             self._toggle = None
             outcome = await self._guarded(name, arguments)
             exited = self._exit_note() if outcome.is_error else None
             if exited is None:
+                if outcome.is_error and name not in surface.READ_ONLY_TOOLS and not self._sent:
+                    # Whatever went wrong, nothing went out: the reply may say so for sure.
+                    outcome.meta.setdefault(
+                        surface.DELIVERY_META, {"state": "refused", "reason": NOT_SENT}
+                    )
                 return outcome
             counted = outcome.meta.get(surface.DELIVERY_META, {})
             exited.fields.update({k: counted[k] for k in ("done", "total", "unit") if k in counted})
@@ -303,15 +314,20 @@ class Backend:
                 # The app (or the window being read) vanished: an expected event on a
                 # live desktop, never a reason for this server to stop.
                 why = "the app quit or closed its window while the call ran"
-                return after_input_failure(why, acted=self._input_sent)
+                return after_input_failure(why, acted=self._sent)
             except Exception as exc:  # one bad call must not take the server down
                 traceback.print_exc(file=sys.stderr)
                 why = f"the Linux backend failed: {type(exc).__name__}"
-                return after_input_failure(why, acted=self._input_sent)
+                return after_input_failure(why, acted=self._sent)
         assert scope.cancelled_caught
-        if self._input_sent:
+        if self._sent:
             return after_input_failure("the call took too long", acted=True)
         return _text(texts.TIMEOUT_REACHED, error=True)
+
+    @property
+    def _sent(self) -> bool:
+        """Whether the current call may have reached the app (see :attr:`_acting`)."""
+        return self._acting is not None and self._acting.sending.is_set()
 
     def _exit_note(self) -> Withheld | None:
         """If the app this call was about has exited, the note that says so (with how it
@@ -322,17 +338,17 @@ class Backend:
         if settled_alive(pid):
             return None
         how = describe_exit(self.reaper.status_of(pid))
-        during = "input was being sent to it" if self._input_sent else "its window was being read"
+        during = "input was being sent to it" if self._sent else "its window was being read"
         ended = f"exited ({how})" if how else "exited"
         text = f"{name} {ended} while {during}."
-        if self._input_sent:
+        if self._sent:
             text += " What it did with the input is unknown."
         return Withheld(
             text,
             reason="app_exited",
-            state="unknown" if self._input_sent else "refused",
+            state="unknown" if self._sent else "refused",
             exit=how,
-            during="acting" if self._input_sent else "reading",
+            during="acting" if self._sent else "reading",
         )
 
     async def _call(self, name: str, arguments: Mapping[str, Any]) -> Outcome:
@@ -581,7 +597,9 @@ class Backend:
 
     async def _own_focus(self, session: Session) -> Ref | None:
         """The app's focused element as its latest report or tree names it, if it still
-        says so; None when it names none."""
+        says so; else the editable text a click by index last put the caret in, if it is
+        still shown (GTK 4 reports no focus once a field was focused through
+        accessibility), marked as presumed (:attr:`_presumed`); None when there is none."""
         events = self.settler.events
         mine = events.focus is not None and events.focus[0] == session.bus_name
         if mine and events.focus is not None and await actions.ref_focused(self.bus, events.focus):
@@ -591,6 +609,14 @@ class Backend:
             node = rendering.nodes[rendering.focus_index]
             if await actions.still_focused(self.bus, node):
                 return node.ref
+        caret = self._caret.get(session.bus_name)
+        if caret is not None and rendering.focus_index is None:
+            states = await verify.read_states(self.bus, caret)
+            # GTK 4.8 says VISIBLE but not SHOWING of a text view inside a scrolled window
+            shown = roles.State.SHOWING, roles.State.VISIBLE
+            if states is not None and any(roles.has(states, bit) for bit in shown):
+                self._presumed = caret
+                return caret
         return None
 
     async def _with_screenshot(self, outcome: Outcome, session: Session) -> Outcome:
@@ -752,10 +778,10 @@ class Backend:
 
         Synthesized input is guarded: it is sent only while it would reach the session's own
         process (see :mod:`.x11guard`)."""
-        where = actions.Target(self.bus, self.screen, session.origin, await self._guard(session))
+        self._acting = guard = await self._guard(session)
+        where = actions.Target(self.bus, self.screen, session.origin, guard)
         given = args.get("element_index")
         node = await self._reachable(session, given) if isinstance(given, str) else None
-        self._input_sent = True  # from here on, a failure may leave the app changed
         if name == "click":
             count, button = args.get("click_count", 1), args.get("mouse_button", "left")
             if not isinstance(count, int) or isinstance(count, bool) or count < 1:
@@ -766,6 +792,8 @@ class Backend:
                 toolkit = await self._toolkit(session)
                 if count == 1 and button == "left" and verify.toggles(node):
                     self._toggle = (node.ref, verify.toggled_bits(node.states))
+                if count == 1 and button == "left" and actions.takes_caret(node):
+                    self._caret[session.bus_name] = node.ref
                 at_once = await actions.click_element(
                     self._in_window(where, session, node),
                     node,
@@ -811,23 +839,20 @@ class Backend:
             points = [float(args[k]) for k in ("from_x", "from_y", "to_x", "to_y")]
             await actions.drag(where, points)
         elif name == "press_key":
-            self._input_sent = False  # the focus check sends nothing
             await self._give_keyboard(session)
-            self._input_sent = True
             await actions.keys(where, args["key"])
         elif name == "type_text":
-            self._input_sent = False
             focused = await self._give_keyboard(session)
             before = await verify.read_text(self.bus, focused) if focused is not None else None
             states = await verify.read_states(self.bus, focused) if focused is not None else None
-            self._input_sent = True
             await actions.type_text(where, args["text"], into_field=verify.takes_text(states))
             if focused is not None and args["text"]:
                 # Return and Tab may send a form or move the focus on, leaving the field
                 # empty or elsewhere: what it holds then says nothing about the keys.
                 if any(c in "\n\r\t" for c in args["text"]):
                     before = None
-                return None, verify.Expectation(focused, "text", before)
+                known = focused != self._presumed
+                return None, verify.Expectation(focused, "text", before, known=known)
         return None, None
 
     async def _guard(self, session: Session) -> Guard:

@@ -25,8 +25,10 @@ from typing import Final
 
 Box = tuple[int, int, int, int]
 
-#: How long one frame may take to arrive (a stream that is not yet producing waits).
-GRAB_TIMEOUT_S: Final = 5.0
+#: How long one frame may take to arrive. A stream of a window that has just opened
+#: sometimes never produces one (1 in about 15 right after an app started); a new stream does,
+#: so callers ask again rather than wait long.
+GRAB_TIMEOUT_S: Final = 2.0
 GST_LAUNCH: Final = "gst-launch-1.0"
 _CAPS: Final = re.compile(r"width=\(int\)(\d+), height=\(int\)(\d+)")
 _OPAQUE: Final = 0xFF
@@ -107,7 +109,7 @@ def grab(node: int, env: Mapping[str, str], *, fd: int | None = None) -> Frame:
             "gst-launch-1.0 is not installed (Debian and Ubuntu: gstreamer1.0-tools and "
             "gstreamer1.0-pipewire)"
         )
-    source = ["pipewiresrc", f"path={node}", "num-buffers=1", "always-copy=true"]
+    source = ["pipewiresrc", f"path={node}", "num-buffers=1"]
     if fd is not None:
         source.append(f"fd={fd}")
     with tempfile.TemporaryDirectory(prefix="dhframe") as scratch:

@@ -7,9 +7,12 @@ session whose streams record the window that has the keyboard focus (``RecordWin
 a window id records the compositor's focus window: the one place the compositor says which
 window keys go to). Each stream announces its PipeWire node in ``PipeWireStreamAdded``.
 
-The first key event of a new remote-desktop session never reaches GTK windows (seen six times
-in six: the virtual keyboard's keymap arrives with it), so :meth:`RemoteSession.warm_up`
-presses and releases Shift, which does nothing by itself, before the first real key.
+The compositor adds a session's virtual keyboard and pointer while their first events already
+arrive: the first key of a new session never reached GTK windows (6 of 6), typing right
+after an app started lost the first three key events, and a click right after the first
+pointer motion was lost in about half of the sessions. So :meth:`RemoteSession.warm_up`
+presses and releases Shift, which does nothing by itself, and :meth:`RemoteSession.point_at`
+moves the pointer, each followed by :data:`WAKE_S` before the first real event.
 
 Errors: :class:`SeatUnavailable` when the compositor offers no such API (not GNOME, an old
 Mutter, a session bus that refuses us) or a call fails.
@@ -36,7 +39,8 @@ _SC_SESSION: Final = f"{SC_NAME}.Session"
 _SC_STREAM: Final = f"{SC_NAME}.Stream"
 CALL_LIMIT: Final = 5.0
 XK_SHIFT_L: Final = 0xFFE1
-POINTER_WAKE_S: Final = 0.05  # evdev button codes, as Mutter takes them
+WAKE_S: Final = 0.05
+#: evdev button codes, as Mutter takes them.
 BUTTONS: Final = {"left": 0x110, "right": 0x111, "middle": 0x112}
 
 
@@ -143,6 +147,7 @@ class RemoteSession:
             return
         await self.key(XK_SHIFT_L, True)
         await self.key(XK_SHIFT_L, False)
+        await trio.sleep(WAKE_S)
         self._warm = True
 
     async def key(self, keysym: int, down: bool) -> None:
@@ -157,10 +162,10 @@ class RemoteSession:
     async def point_at(self, x: float, y: float) -> None:
         """:meth:`move` as the first pointer event of the session. The compositor takes a new
         virtual pointer's first event in a while: a button pressed right after it was lost
-        in about half of the sessions, and in none of 8 with :data:`POINTER_WAKE_S` between.
+        in about half of the sessions, and in none of 8 with :data:`WAKE_S` between.
         The first event lands one pixel beside the point, so that the second one moves."""
         await self.move(x + (1 if x < 1 else -1), y)
-        await trio.sleep(POINTER_WAKE_S)
+        await trio.sleep(WAKE_S)
         await self.move(x, y)
 
     async def button(self, code: int, down: bool) -> None:

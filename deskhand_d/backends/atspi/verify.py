@@ -87,6 +87,10 @@ class Expectation:
     before: str | None  # what the element showed before, None when unreadable
     wanted: str | None = None  # the value, selected text or caret place asked for
     numeric: bool = False  # a value read through the Value interface, not as text
+    #: Whether the element is known to be where the input went. Where it is only presumed
+    #: (on Wayland, the field the caret was last put in, when the toolkit reports no focus),
+    #: an element left unchanged proves nothing: the verdict is then ``unreadable``.
+    known: bool = True
 
 
 def readable(node: Node) -> bool:
@@ -106,7 +110,9 @@ def judge(expect: Expectation, after: str | None) -> Verdict:
         return "changed" if after == expect.wanted else "unchanged"
     if expect.what == "value" and after == expect.wanted:
         return "changed"
-    return "unchanged" if after == expect.before else "changed"
+    if after == expect.before:
+        return "unchanged" if expect.known else "unreadable"
+    return "changed"
 
 
 # --- reading back (the only part that talks to the app) --------------------------------------

@@ -66,6 +66,7 @@ INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
 INPUT_KINDS: Final = ("portal", "mutter")
 #: Characters typed between two proofs of the focused window.
 TYPE_BATCH: Final = 32
+GRAB_ATTEMPTS: Final = 3
 WHEEL_STEPS_PER_PAGE: Final = 5
 DRAG_STEPS: Final = 10
 _DIRECTIONS: Final = {"up": (0, -1), "down": (0, 1), "left": (1, -1), "right": (1, 1)}
@@ -151,16 +152,8 @@ class WaylandScreen:
             raise ScreenUnavailable(_PORTAL_NOT_YET)
         if not process_alive(guard.pid):
             raise progress.stopped("target_gone", f"the app (process {guard.pid}) has exited")
-        bus = await self._session_bus()
+        remote, frame = await self._proof_session()
         try:
-            remote = await RemoteSession.start(bus)
-        except SeatUnavailable as exc:
-            raise ScreenUnavailable(
-                f"GNOME's remote-desktop interface is unavailable ({exc}); it exists only "
-                "under GNOME's compositor (Mutter)"
-            ) from None
-        try:
-            frame = await self._grab(remote.stream)
             box = frame.opaque_box()
             size = box[2:] if box is not None else None
             if box is None or size not in guard.window_sizes:
@@ -176,6 +169,7 @@ class WaylandScreen:
                     "another app shows a window of the same size as the app's, so the "
                     f"compositor cannot show which of them {what} would reach",
                 )
+            guard.sending.set()
             await remote.warm_up()
             yield remote, box
         except SeatUnavailable as exc:
@@ -185,6 +179,27 @@ class WaylandScreen:
         finally:
             with trio.CancelScope(shield=True):
                 await remote.stop()
+
+    async def _proof_session(self) -> tuple[RemoteSession, frames.Frame]:
+        """A started remote-desktop session and a frame of its focus-window stream (a new
+        session when a stream gives no frame, see :data:`~.frames.GRAB_TIMEOUT_S`)."""
+        bus = await self._session_bus()
+        for attempt in range(GRAB_ATTEMPTS):
+            try:
+                remote = await RemoteSession.start(bus)
+            except SeatUnavailable as exc:
+                raise ScreenUnavailable(
+                    f"GNOME's remote-desktop interface is unavailable ({exc}); it exists only "
+                    "under GNOME's compositor (Mutter)"
+                ) from None
+            try:
+                return remote, await self._grab(remote.stream)
+            except ScreenUnavailable:
+                with trio.CancelScope(shield=True):
+                    await remote.stop()
+                if attempt == GRAB_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     # --- what X11 alone can do ----------------------------------------------------------------
 
@@ -197,17 +212,23 @@ class WaylandScreen:
     # --- pictures ----------------------------------------------------------------------------
 
     async def _focus_frame(self) -> frames.Frame:
-        """One frame of the focused window, from a screen cast of its own (no input)."""
+        """One frame of the focused window, from a screen cast of its own (no input; a new
+        one when a stream gives no frame)."""
         bus = await self._session_bus()
-        try:
-            session, stream = await screen_cast_only(bus)
-        except SeatUnavailable as exc:
-            raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
-        try:
-            return await self._grab(stream)
-        finally:
-            with trio.CancelScope(shield=True):
-                await stop_screen_cast(bus, session)
+        for attempt in range(GRAB_ATTEMPTS):
+            try:
+                session, stream = await screen_cast_only(bus)
+            except SeatUnavailable as exc:
+                raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
+            try:
+                return await self._grab(stream)
+            except ScreenUnavailable:
+                if attempt == GRAB_ATTEMPTS - 1:
+                    raise
+            finally:
+                with trio.CancelScope(shield=True):
+                    await stop_screen_cast(bus, session)
+        raise AssertionError("unreachable")
 
     async def _grab(self, stream: Stream) -> frames.Frame:
         env = self.env

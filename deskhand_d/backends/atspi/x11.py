@@ -553,6 +553,7 @@ class X11:
                     f"so {what} would have gone to it",
                 )
             if refusal is None:
+                guard.sending.set()
                 yield window
                 self._conn.sync()  # the server handles the events while it is still ours
         finally:

@@ -58,6 +58,9 @@ class Guard:
 
     pid: int
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Set by the seat just before the first event of the action goes out: until then, a
+    #: failure left the app untouched (the reply says ``refused``, never ``dispatched``).
+    sending: threading.Event = field(default_factory=threading.Event)
     window_sizes: frozenset[tuple[int, int]] = frozenset()
     twins: bool = False
     origin: tuple[int, int] = (0, 0)

@@ -1,0 +1,151 @@
+"""The AT-SPI backend on a Wayland session: a headless GNOME compositor (Mutter, no XWayland)
+with PipeWire, real GTK 4 apps drawing on Wayland, input through Mutter's remote-desktop
+interface (``DESKHAND_WAYLAND_INPUT=mutter``) and pictures from its screen cast.
+
+What is shown here: Calculator driven to 13 by element index, by typed text and by single
+keys (the first key of each input session arrives); its screenshot is the window and shows
+the result (read by tesseract); a click by coordinates lands on the button the screenshot
+shows there; text typed into Text Editor is read back; and while another app has the
+keyboard, keys and clicks for Calculator are refused with nothing sent (a witness app that
+records every event receives none). Each test has its own desktop: focus is part of what
+they test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from dhtest.desktop import Desktop, desktop_or_skip
+from dhtest.mcpstdio import ToolResult
+from mcpclient import Server, serving
+from screenread import index, observe_until, ok, seen, where
+from witnessapp import Witness
+
+from deskhand_d.backends.surface import DELIVERY_META, EFFECT_META
+
+CALC = "org.gnome.Calculator"
+EDITOR = "org.gnome.TextEditor"
+
+
+@pytest.fixture
+def desk() -> Iterator[Desktop]:
+    with desktop_or_skip(
+        require=("gnome-calculator", "gnome-text-editor", "gst-launch-1.0", "tesseract"),
+        session="wayland",
+    ) as d:
+        yield d
+
+
+@pytest.fixture
+def server(desk: Desktop) -> Iterator[Server]:
+    with serving({**desk.env, "DESKHAND_WAYLAND_INPUT": "mutter"}, desk.root) as s:
+        yield s
+
+
+def value(result: ToolResult) -> str:
+    found = re.search(r"text entry area \(settable, string\) Value: ([^,\n]*)", result.text)
+    assert found, result.text[:3000]
+    return found.group(1)
+
+
+def keypad(server: Server) -> ToolResult:
+    return observe_until(server, CALC, r"^\t*\d+ button 7")
+
+
+def delivery(result: ToolResult) -> dict[str, object]:
+    note = result.raw.get("_meta", {}).get(DELIVERY_META)
+    assert isinstance(note, dict), result.raw
+    return note
+
+
+def test_calculator_by_index_typed_text_and_single_keys(server: Server) -> None:
+    state = keypad(server)
+    for key in ("6", r"\+", "7", "="):
+        state = ok(
+            server.call("click", 60, app=CALC, element_index=index(state.text, f"button {key}"))
+        )
+    assert value(state) == "13"
+    ok(server.call("press_key", 60, app=CALC, key="Escape"))
+    typed = ok(server.call("type_text", 60, app=CALC, text="12*3="))
+    assert value(typed) == "36"  # the 1 arrived: the first key of a session is not lost
+    for key in ("Escape", "9", "minus", "4", "Return"):
+        pressed = ok(server.call("press_key", 60, app=CALC, key=key))
+    assert value(pressed) == "5"
+
+
+def test_the_screenshot_is_the_window_and_shows_the_result(server: Server) -> None:
+    state = keypad(server)
+    ok(server.call("type_text", 60, app=CALC, text="6+7="))
+    shot = ok(server.call("get_app_state", 60, app=CALC))
+    assert value(shot) == "13"
+    assert len(shot.images) == 1
+    mime, png = shot.images[0]
+    assert mime == "image/png"
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (360, 489), (width, height)  # the window, no shadow, no desktop
+    words = seen(shot)
+    assert "13" in words.split(), words
+    assert state.images, "the first observation of the focused window had no screenshot"
+
+
+def test_a_click_by_coordinates_lands_where_the_screenshot_shows(server: Server) -> None:
+    keypad(server)
+    ok(server.call("type_text", 60, app=CALC, text="17"))
+    shot = ok(server.call("get_app_state", 60, app=CALC))
+    x, y = where(shot, "mod")  # the button's word, where the screenshot shows it
+    ok(server.call("click", 60, app=CALC, x=x, y=y))
+    assert value(ok(server.call("type_text", 60, app=CALC, text="5="))) == "2"  # 17 mod 5
+
+
+def test_typing_into_text_editor_is_read_back(server: Server) -> None:
+    state = observe_until(server, EDITOR, r"^\t*\d+ text entry area")
+    view = index(state.text, "text entry area")
+    ok(server.call("click", 60, app=EDITOR, element_index=view))
+    typed = ok(server.call("type_text", 60, app=EDITOR, text="Hello from Wayland, 42!"))
+    assert typed.raw.get("_meta", {}).get(EFFECT_META) == {"effect": "changed", "what": "text"}, (
+        typed.text[-600:]
+    )
+    assert "Hello from Wayland, 42!" in typed.text
+
+
+def has_screenshot(server: Server) -> bool:
+    """Whether Calculator's observation comes with a picture: the compositor's word that its
+    window has the keyboard (see deskhand_d.backends.atspi.wlscreen)."""
+    return bool(ok(server.call("get_app_state", 60, app=CALC)).images)
+
+
+def until(check: Callable[[], bool], what: str) -> None:
+    for _ in range(60):
+        if check():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"never: {what}")
+
+
+def test_no_input_while_another_app_has_the_keyboard(desk: Desktop, server: Server) -> None:
+    keypad(server)
+    until(lambda: has_screenshot(server), "Calculator's window took the keyboard")
+    # A window that opens before anyone has used the desktop takes the keyboard.
+    witness = Witness(desk, place=(0, 0, 500, 300))
+    until(lambda: not has_screenshot(server), "the witness took the keyboard")
+    key = server.call("press_key", 60, app=CALC, key="7")
+    assert key.is_error and delivery(key)["state"] == "refused", key.text
+    assert delivery(key)["reason"] == "target_changed"
+    assert "not on one of the app's windows" in key.text
+    typed = server.call("type_text", 60, app=CALC, text="999")
+    assert typed.is_error and delivery(typed) == {
+        "state": "refused",
+        "reason": "target_changed",
+        "done": 0,
+        "total": 3,
+        "unit": "characters",
+    }
+    clicked = server.call("click", 60, app=CALC, x=40.0, y=300.0)
+    assert clicked.is_error and delivery(clicked)["state"] == "refused", clicked.text
+    shot = ok(server.call("get_app_state", 60, app=CALC))
+    assert value(shot) == "" and not shot.images  # unchanged; no picture of another window
+    assert witness.received() == [], json.dumps(witness.received())
