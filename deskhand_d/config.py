@@ -41,6 +41,7 @@ class DaemonConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
 BackendKind = Literal["auto", "sky", "atspi", "sim", "command"]
 SkyRecipe = Literal["auto", "permissions_profile", "config_override", "sandbox_state"]
+WaylandInput = Literal["portal", "mutter"]
 
 
 class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -60,6 +61,10 @@ class BackendConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     sky_recipe: SkyRecipe = "auto"
     """Which ``codex sandbox`` command line starts Sky (see ``deskhand_d.backends.skylaunch``);
     ``auto`` tries them in order, the one that last worked first."""
+    wayland_input: WaylandInput = "portal"
+    """How the Linux backend sends keys and clicks on a Wayland session: ``portal`` through the
+    desktop's remote-desktop portal, which asks the person first; ``mutter`` through GNOME's
+    own remote-desktop interface, which asks no one (only where the person chose it)."""
 
 
 class NativeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -148,6 +153,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "DESKHAND_BACKEND_COMMAND": ("backend", "command", _json_argv),
     "DESKHAND_CALL_TIMEOUT_S": ("backend", "call_timeout_s", _number),
     "DESKHAND_SKY_RECIPE": ("backend", "sky_recipe", str),
+    "DESKHAND_WAYLAND_INPUT": ("backend", "wayland_input", str),
     # The predecessor's name is accepted too; DESKHAND_MODE wins when both are set.
     "JEV_CUA_MODE": ("native", "default_mode", str),
     "DESKHAND_MODE": ("native", "default_mode", str),

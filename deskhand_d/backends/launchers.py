@@ -26,6 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 import structlog
 
@@ -148,6 +149,9 @@ def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str])
     return dataclasses.replace(specs[0], fallbacks=tuple(specs[1:]))
 
 
+WAYLAND_INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
+
+
 def _bundled_spec(
     kind: str, cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str
 ) -> LaunchSpec:
@@ -170,7 +174,10 @@ def sim_spec(
 def atspi_spec(
     cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str = ""
 ) -> LaunchSpec:
-    return _bundled_spec("atspi", cfg, env, secrets, notice)
+    spec = _bundled_spec("atspi", cfg, env, secrets, notice)
+    # The backend reads the person's choice of Wayland input from its environment (see
+    # deskhand_d.backends.atspi.wlscreen), whichever way the daemon was configured.
+    return dataclasses.replace(spec, env={**spec.env, WAYLAND_INPUT_ENV: cfg.wayland_input})
 
 
 def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str]) -> LaunchSpec:

@@ -304,6 +304,7 @@ def _start_wayland(desk: Desktop, size: str) -> None:
     env = desk.env
     for name in ("DISPLAY", "XAUTHORITY"):
         env.pop(name, None)
+    env.setdefault("XDG_CURRENT_DESKTOP", "GNOME")  # the portals pick their backend by it
     env.update(
         {
             "XDG_SESSION_TYPE": "wayland",
@@ -329,12 +330,27 @@ def _start_wayland(desk: Desktop, size: str) -> None:
     )
     path = Path(env["XDG_RUNTIME_DIR"]) / name
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if path.exists() and _accepts(path):
-            env["WAYLAND_DISPLAY"] = name
-            return
+    while not (path.exists() and _accepts(path)):
+        if time.monotonic() > deadline:
+            raise DesktopUnavailable(
+                f"mutter did not start: {desk.log('mutter').read_text()[-2000:]}"
+            )
         time.sleep(0.05)
-    raise DesktopUnavailable(f"mutter did not start: {desk.log('mutter').read_text()[-2000:]}")
+    env["WAYLAND_DISPLAY"] = name
+    # Services the bus starts on demand (the desktop portals, which show their dialogs as
+    # Wayland windows) get the session's variables, as a desktop session manager gives them.
+    names = ("WAYLAND_DISPLAY", "XDG_SESSION_TYPE", "XDG_CURRENT_DESKTOP", "GDK_BACKEND")
+    update = shutil.which("dbus-update-activation-environment")
+    if update is not None:
+        subprocess.run(
+            [update, *(n for n in names if n in env)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            check=False,
+        )
 
 
 def _accepts(path: Path) -> bool:

@@ -116,10 +116,10 @@ async def await_reply(router: DBusRouter, message: Any, limit: float) -> tuple[A
     return tuple(reply.body)
 
 
-async def connect_address(address: str) -> Any:
+async def connect_address(address: str, *, enable_fds: bool = False) -> Any:
     try:
         with trio.fail_after(CONNECT_TIMEOUT):
-            return await open_dbus_connection(address)
+            return await open_dbus_connection(address, enable_fds=enable_fds)
     except trio.TooSlowError:
         raise BusUnavailable(f"connecting to {address} timed out") from None
     except (OSError, ValueError, KeyError, RuntimeError) as exc:

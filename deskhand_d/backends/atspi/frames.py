@@ -69,6 +69,19 @@ class Frame:
             return None
         return left, top, right - left + 1, bottom - top + 1
 
+    def opaque_spans(self, box: Box) -> list[tuple[int, int]]:
+        """For each row of ``box``: the columns (relative to it, end exclusive) from its
+        first to its last fully opaque pixel; ``(0, 0)`` for a row with none."""
+        x, y, w, h = box
+        stride = self.width * 4
+        spans = []
+        for r in range(h):
+            start = (y + r) * stride + x * 4
+            alpha = self.rgba[start + 3 : start + w * 4 : 4]
+            lo = alpha.find(b"\xff")
+            spans.append((0, 0) if lo < 0 else (lo, alpha.rfind(b"\xff") + 1))
+        return spans
+
     def rgb(self, box: Box) -> bytes:
         """The pixels of ``box`` as packed RGB (alpha dropped), for :func:`.png.encode_rgb`."""
         x, y, w, h = box
@@ -84,6 +97,67 @@ class Frame:
             out[at + 1 : at + w * 3 : 3] = line[1::4]
             out[at + 2 : at + w * 3 : 3] = line[2::4]
         return bytes(out)
+
+
+def locate(window: Frame, box: Box, screen: Frame) -> tuple[int, int] | None:
+    """Where the pixels of ``box`` in ``window`` (a window stream's frame) are in ``screen``
+    (a monitor's frame); None when they are nowhere or in more than one place (then nothing
+    proves which one is the window). Pure; the searching is ``bytes.find``, at C speed.
+
+    Every row is compared from its first to its last fully opaque pixel: the compositor draws
+    a window's opaque pixels the same in both frames, and blends the rest (rounded corners)
+    with what lies behind. A window that is wholly in view is found; one covered by anything
+    (a menu, a notification, another window) or partly off the monitor is not."""
+    w, h = box[2], box[3]
+    if w > screen.width or h > screen.height:
+        return None
+    pixels = window.rgb(box)
+    spans = window.opaque_spans(box)
+    whole = screen.rgb((0, 0, screen.width, screen.height))
+    stride, row = screen.width * 3, w * 3
+    # Searched for: the row with the most different byte values (a flat row would match
+    # across every flat stretch of the screen), as far as it is opaque.
+    middle = max(range(h), key=lambda r: len(set(pixels[r * row : (r + 1) * row])))
+    lo, hi = spans[middle]
+    if hi <= lo:
+        return None
+    needle = pixels[middle * row + lo * 3 : middle * row + hi * 3]
+    found: tuple[int, int] | None = None
+    at = whole.find(needle)
+    while at >= 0:
+        sy, offset = divmod(at, stride)
+        sx = offset // 3 - lo
+        top = sy - middle
+        fits = at % 3 == 0 and sx >= 0 and sx + w <= screen.width
+        if (
+            fits
+            and top >= 0
+            and top + h <= screen.height
+            and _same(whole, pixels, spans, sx, top, stride, row)
+        ):
+            if found is not None:
+                return None  # twice on screen: cannot tell which
+            found = (sx, top)
+        at = whole.find(needle, at + 1)
+    return found
+
+
+def _same(
+    whole: bytes,
+    pixels: bytes,
+    spans: list[tuple[int, int]],
+    sx: int,
+    top: int,
+    stride: int,
+    row: int,
+) -> bool:
+    for r, (lo, hi) in enumerate(spans):
+        if hi <= lo:
+            continue
+        start = (top + r) * stride + (sx + lo) * 3
+        if whole[start : start + (hi - lo) * 3] != pixels[r * row + lo * 3 : r * row + hi * 3]:
+            return False
+    return True
 
 
 def size_from_caps(text: str) -> tuple[int, int] | None:

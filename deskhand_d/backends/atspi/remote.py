@@ -10,8 +10,8 @@ window keys go to). Each stream announces its PipeWire node in ``PipeWireStreamA
 The compositor adds a session's virtual keyboard and pointer while their first events already
 arrive: the first key of a new session never reached GTK windows (6 of 6), typing right
 after an app started lost the first three key events, and a click right after the first
-pointer motion was lost in about half of the sessions. So :meth:`RemoteSession.warm_up`
-presses and releases Shift, which does nothing by itself, and :meth:`RemoteSession.point_at`
+pointer motion was lost in about half of the sessions. So :func:`warm_up`
+presses and releases Shift, which does nothing by itself, and :func:`point_at`
 moves the pointer, each followed by :data:`WAKE_S` before the first real event.
 
 Errors: :class:`SeatUnavailable` when the compositor offers no such API (not GNOME, an old
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import trio
 from jeepney import DBusAddress, HeaderFields, MatchRule, Properties, new_method_call
@@ -69,7 +69,7 @@ class SessionBus:
         if not address:
             raise SeatUnavailable("DBUS_SESSION_BUS_ADDRESS is not set: there is no session bus")
         try:
-            conn = await connect_address(address)
+            conn = await connect_address(address, enable_fds=True)  # the portal hands one over
         except BusError as exc:
             raise SeatUnavailable(str(exc)) from None
         router = DBusRouter(conn)
@@ -113,7 +113,7 @@ class RemoteSession:
         self.bus = bus
         self._rd = rd
         self.stream = stream
-        self._warm = False
+        self.warm = False
         self.closed = False
 
     @classmethod
@@ -141,15 +141,6 @@ class RemoteSession:
             raise
         return cls(bus, rd, Stream(path, node))
 
-    async def warm_up(self) -> None:
-        """Spend the session's first key event on Shift alone (see the module notes)."""
-        if self._warm:
-            return
-        await self.key(XK_SHIFT_L, True)
-        await self.key(XK_SHIFT_L, False)
-        await trio.sleep(WAKE_S)
-        self._warm = True
-
     async def key(self, keysym: int, down: bool) -> None:
         await self.bus.call(self._rd, "NotifyKeyboardKeysym", "ub", (keysym, down))
 
@@ -158,15 +149,6 @@ class RemoteSession:
         await self.bus.call(
             self._rd, "NotifyPointerMotionAbsolute", "sdd", (self.stream.path, x, y)
         )
-
-    async def point_at(self, x: float, y: float) -> None:
-        """:meth:`move` as the first pointer event of the session. The compositor takes a new
-        virtual pointer's first event in a while: a button pressed right after it was lost
-        in about half of the sessions, and in none of 8 with :data:`WAKE_S` between.
-        The first event lands one pixel beside the point, so that the second one moves."""
-        await self.move(x + (1 if x < 1 else -1), y)
-        await trio.sleep(WAKE_S)
-        await self.move(x, y)
 
     async def button(self, code: int, down: bool) -> None:
         await self.bus.call(self._rd, "NotifyPointerButton", "ib", (code, down))
@@ -230,3 +212,31 @@ async def offered(bus: SessionBus) -> dict[str, int]:
         except SeatUnavailable:
             continue
     return out
+
+
+class _Sender(Protocol):
+    warm: bool
+
+    async def key(self, keysym: int, down: bool) -> None: ...
+
+    async def move(self, x: float, y: float) -> None: ...
+
+
+async def warm_up(sender: _Sender) -> None:
+    """Spend a session's first key event on Shift alone (see the module notes), once."""
+    if sender.warm:
+        return
+    await sender.key(XK_SHIFT_L, True)
+    await sender.key(XK_SHIFT_L, False)
+    await trio.sleep(WAKE_S)
+    sender.warm = True
+
+
+async def point_at(sender: _Sender, x: float, y: float) -> None:
+    """The pointer to ``(x, y)`` as a session's first pointer event. The compositor takes a
+    new virtual pointer's first event in a while: a button pressed right after it was lost in
+    about half of the sessions, and in none of 8 with :data:`WAKE_S` between. The first event
+    lands one pixel beside the point, so that the second one moves."""
+    await sender.move(x + (1 if x < 1 else -1), y)
+    await trio.sleep(WAKE_S)
+    await sender.move(x, y)

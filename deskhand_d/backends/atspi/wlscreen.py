@@ -31,22 +31,27 @@ and input is refused with that said where it is chosen.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, TypeVar
 
 import trio
 
 from . import frames, png
+from .portal import PortalSession
 from .remote import (
     BUTTONS,
     RemoteSession,
     SeatUnavailable,
     SessionBus,
     Stream,
+    point_at,
     screen_cast_only,
     stop_screen_cast,
+    warm_up,
 )
 from .screen import (
     SETTLE_MAX,
@@ -70,12 +75,8 @@ GRAB_ATTEMPTS: Final = 3
 WHEEL_STEPS_PER_PAGE: Final = 5
 DRAG_STEPS: Final = 10
 _DIRECTIONS: Final = {"up": (0, -1), "down": (0, 1), "left": (1, -1), "right": (1, 1)}
-_PORTAL_NOT_YET: Final = (
-    "input on Wayland through the desktop portal (which asks you first) is not available in "
-    "this version; to let Deskhand use GNOME's own remote-desktop interface instead, set "
-    'backend.wayland_input = "mutter" in config.toml (or DESKHAND_WAYLAND_INPUT=mutter) and '
-    "restart deskhand-d"
-)
+#: How long a call waits for the person to answer the portal's dialog before it says so.
+APPROVAL_WAIT_S: Final = 20.0
 
 
 def wayland_session(env: Mapping[str, str]) -> bool:
@@ -88,15 +89,64 @@ def input_kind(env: Mapping[str, str]) -> str:
     return kind if kind in INPUT_KINDS else "portal"
 
 
-def stream_point(box: tuple[int, int, int, int], x: float, y: float) -> tuple[float, float]:
-    """A point in window coordinates -> the same point in the window stream. Pure.
+def _inside(box: tuple[int, int, int, int], points: Sequence[tuple[float, float]]) -> None:
+    """Every point (window coordinates) lies inside a window the size of ``box``. Pure.
 
     Raises:
-        ValueError: The point is not inside the window.
+        ValueError: One does not.
     """
-    if not (math.isfinite(x) and math.isfinite(y)) or not (0 <= x < box[2] and 0 <= y < box[3]):
-        raise ValueError(f"({x}, {y}) is not inside the {box[2]}x{box[3]} window")
-    return box[0] + x, box[1] + y
+    for x, y in points:
+        if not (math.isfinite(x) and math.isfinite(y)) or not (0 <= x < box[2] and 0 <= y < box[3]):
+            raise ValueError(f"({x}, {y}) is not inside the {box[2]}x{box[3]} window")
+
+
+def _proven(
+    frame: frames.Frame, guard: Guard, progress: Progress, what: str
+) -> tuple[int, int, int, int]:
+    """The focus window's box in its frame, when it is one of the app's windows. Pure.
+
+    Raises:
+        InputStopped: It is not, or another app shows a window of the same size.
+    """
+    box = frame.opaque_box()
+    size = box[2:] if box is not None else None
+    if box is None or size not in guard.window_sizes:
+        shown = f"a {size[0]}x{size[1]} window" if size else "no window"
+        raise progress.stopped(
+            "target_changed",
+            f"the keyboard focus is on {shown}, not on one of the app's windows, so {what} "
+            "would have gone elsewhere",
+        )
+    if guard.twins:
+        raise progress.stopped(
+            "target_changed",
+            "another app shows a window of the same size as the app's, so the compositor "
+            f"cannot show which of them {what} would reach",
+        )
+    return box
+
+
+class Sender(Protocol):
+    """A remote-desktop session as the input code uses it (Mutter's or the portal's)."""
+
+    warm: bool
+
+    async def key(self, keysym: int, down: bool) -> None: ...
+
+    async def move(self, x: float, y: float) -> None: ...
+
+    async def button(self, code: int, down: bool) -> None: ...
+
+    async def wheel(self, axis: int, steps: int) -> None: ...
+
+
+@dataclass(slots=True)
+class _Asking:
+    """The portal's dialog, asked once and answered whenever the person answers it."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    session: PortalSession | None = None
+    problem: str = ""
 
 
 def type_keysyms(text: str) -> list[int]:
@@ -127,6 +177,8 @@ class WaylandScreen:
         self._nursery: trio.Nursery | None = None
         self._bus: SessionBus | None = None
         self._lock = trio.Lock()
+        self._portal: PortalSession | None = None
+        self._asking: _Asking | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
@@ -143,35 +195,59 @@ class WaylandScreen:
 
     @asynccontextmanager
     async def _batch(
-        self, guard: Guard, progress: Progress, what: str
-    ) -> AsyncIterator[tuple[RemoteSession, tuple[int, int, int, int]]]:
-        """A remote-desktop session for one batch of input, its focus window proven to be
-        one of the app's (see the module notes), with the window's box in its stream;
-        stopped afterwards."""
-        if self.input != "mutter":
-            raise ScreenUnavailable(_PORTAL_NOT_YET)
+        self,
+        guard: Guard,
+        progress: Progress,
+        what: str,
+        *,
+        points: Sequence[tuple[float, float]] = (),
+    ) -> AsyncIterator[tuple[Sender, tuple[int, int]]]:
+        """Input for one batch, once the focused window is proven to be one of the app's (see
+        the module notes): the sender, and where the window's top-left corner is in the
+        stream its pointer motion is measured in (found on the portal only for pointer input,
+        whose ``points`` in window coordinates must lie inside that window). Nothing has been
+        sent when this raises.
+
+        Raises:
+            ValueError: A point is outside the focused window.
+            InputStopped: The focused window is not the app's (or not in view).
+        """
         if not process_alive(guard.pid):
             raise progress.stopped("target_gone", f"the app (process {guard.pid}) has exited")
+        if self.input == "mutter":
+            async with self._mutter_batch(guard, progress, what, points) as ready:
+                yield ready
+            return
+        portal = await self._portal_session()
+        frame = await self._focus_frame()
+        box = _proven(frame, guard, progress, what)
+        _inside(box, points)
+        corner = (0, 0)
+        if points:
+            corner = await self._on_monitor(portal, frame, box, progress, what)
+        guard.sending.set()
+        try:
+            await warm_up(portal)
+            yield portal, corner
+        except SeatUnavailable as exc:
+            await portal.stop()  # a fresh session (and the person's say) next time
+            raise ScreenUnavailable(f"the portal's remote-desktop session failed: {exc}") from None
+
+    @asynccontextmanager
+    async def _mutter_batch(
+        self,
+        guard: Guard,
+        progress: Progress,
+        what: str,
+        points: Sequence[tuple[float, float]],
+    ) -> AsyncIterator[tuple[Sender, tuple[int, int]]]:
         remote, frame = await self._proof_session()
         try:
-            box = frame.opaque_box()
-            size = box[2:] if box is not None else None
-            if box is None or size not in guard.window_sizes:
-                shown = f"a {size[0]}x{size[1]} window" if size else "no window"
-                raise progress.stopped(
-                    "target_changed",
-                    f"the keyboard focus is on {shown}, not on one of the app's windows, so "
-                    f"{what} would have gone elsewhere",
-                )
-            if guard.twins:
-                raise progress.stopped(
-                    "target_changed",
-                    "another app shows a window of the same size as the app's, so the "
-                    f"compositor cannot show which of them {what} would reach",
-                )
+            box = _proven(frame, guard, progress, what)
+            _inside(box, points)
             guard.sending.set()
-            await remote.warm_up()
-            yield remote, box
+            await warm_up(remote)
+            yield remote, (box[0], box[1])
         except SeatUnavailable as exc:
             raise ScreenUnavailable(
                 f"the compositor's remote-desktop session failed: {exc}"
@@ -179,6 +255,65 @@ class WaylandScreen:
         finally:
             with trio.CancelScope(shield=True):
                 await remote.stop()
+
+    async def _portal_session(self) -> PortalSession:
+        """The portal session, asked for once (the person answers the desktop's dialog; a
+        call waits :data:`APPROVAL_WAIT_S` for that, and a later call finds the answer)."""
+        if self._portal is not None and not self._portal.closed:
+            return self._portal
+        if self._asking is None:
+            bus = await self._session_bus()
+            self._asking = asking = _Asking()
+            assert self._nursery is not None
+
+            async def ask() -> None:
+                try:
+                    asking.session = await PortalSession.start(bus, self.env)
+                except SeatUnavailable as exc:
+                    asking.problem = str(exc)
+                finally:
+                    asking.done.set()
+
+            self._nursery.start_soon(ask)
+        asking = self._asking
+        with trio.move_on_after(APPROVAL_WAIT_S):
+            await asking.done.wait()
+        if not asking.done.is_set():
+            raise ScreenUnavailable(
+                "waiting for your approval: the desktop shows a dialog asking whether "
+                "Deskhand may control the screen; answer it, then try again"
+            )
+        self._asking = None
+        if asking.session is None:
+            raise ScreenUnavailable(f"the desktop's remote-desktop portal: {asking.problem}")
+        self._portal = asking.session
+        return asking.session
+
+    async def _on_monitor(
+        self,
+        portal: PortalSession,
+        frame: frames.Frame,
+        box: tuple[int, int, int, int],
+        progress: Progress,
+        what: str,
+    ) -> tuple[int, int]:
+        """Where the app's window (``box`` of ``frame``) is in the shared monitor's stream."""
+        fd = await portal.pipewire_fd()
+        try:
+            node, env = portal.monitor.node, self.env
+            screen = await trio.to_thread.run_sync(lambda: frames.grab(node, env, fd=fd))
+        except frames.FrameUnavailable as exc:
+            raise ScreenUnavailable(str(exc)) from None
+        finally:
+            os.close(fd)
+        corner = await trio.to_thread.run_sync(lambda: frames.locate(frame, box, screen))
+        if corner is None:
+            raise progress.stopped(
+                "target_changed",
+                "the app's window is not wholly in view on the shared screen (covered or "
+                f"partly off it), so {what} could land elsewhere",
+            )
+        return corner
 
     async def _proof_session(self) -> tuple[RemoteSession, frames.Frame]:
         """A started remote-desktop session and a frame of its focus-window stream (a new
@@ -314,12 +449,12 @@ class WaylandScreen:
             raise ValueError(f"bad button {button!r} or count {count}")
         wx, wy = self._window_point(guard, x, y)
         progress = Progress(count, "clicks")
-        async with self._batch(guard, progress, "the click") as (remote, box):
-            await remote.point_at(*stream_point(box, wx, wy))
+        async with self._batch(guard, progress, "the click", points=[(wx, wy)]) as (send, at):
+            await point_at(send, at[0] + wx, at[1] + wy)
             for _ in range(count):  # one batch: a double click must not wait between clicks
-                await remote.button(code, True)
+                await send.button(code, True)
                 with trio.CancelScope(shield=True):  # never leave a button down
-                    await remote.button(code, False)
+                    await send.button(code, False)
                 progress.done += 1
 
     async def _scroll(
@@ -331,35 +466,36 @@ class WaylandScreen:
         wx, wy = self._window_point(guard, x, y)
         notches = max(1, round(pages * WHEEL_STEPS_PER_PAGE))
         progress = Progress(notches, "wheel steps")
-        async with self._batch(guard, progress, "the scroll") as (remote, box):
-            await remote.point_at(*stream_point(box, wx, wy))
+        async with self._batch(guard, progress, "the scroll", points=[(wx, wy)]) as (send, at):
+            await point_at(send, at[0] + wx, at[1] + wy)
             for _ in range(notches):
-                await remote.wheel(axis, sign)
+                await send.wheel(axis, sign)
                 progress.done += 1
 
     async def _drag(self, guard: Guard, x1: float, y1: float, x2: float, y2: float) -> None:
         start, end = self._window_point(guard, x1, y1), self._window_point(guard, x2, y2)
         progress = Progress(DRAG_STEPS + 2, "drag steps")
-        async with self._batch(guard, progress, "the drag") as (remote, box):
-            a, b = stream_point(box, *start), stream_point(box, *end)  # both checked first
-            await remote.point_at(*a)
-            await remote.button(BUTTONS["left"], True)
+        a, b = start, end
+        async with self._batch(guard, progress, "the drag", points=[a, b]) as (send, corner):
+            await point_at(send, corner[0] + a[0], corner[1] + a[1])
+            await send.button(BUTTONS["left"], True)
             progress.done += 1
             try:
                 for step in range(1, DRAG_STEPS + 1):
                     t = step / DRAG_STEPS
-                    await remote.move(a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t)
+                    x, y = a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
+                    await send.move(corner[0] + x, corner[1] + y)
                     progress.done += 1
             finally:
                 with trio.CancelScope(shield=True):
-                    await remote.button(BUTTONS["left"], False)
+                    await send.button(BUTTONS["left"], False)
             progress.done += 1
 
     async def _press_key(self, guard: Guard, spec: str) -> None:
         chord = parse_key_spec(spec)
         progress = Progress(1, "keys")
-        async with self._batch(guard, progress, "the key") as (remote, _):
-            await _chord(remote, chord.held, [chord.key])
+        async with self._batch(guard, progress, "the key") as (send, _):
+            await _chord(send, chord.held, [chord.key])
             progress.done = 1
 
     async def _type_text(self, guard: Guard, text: str, *, into_field: bool = False) -> None:
@@ -367,11 +503,14 @@ class WaylandScreen:
         progress = Progress(len(keysyms), "characters")
         for start in range(0, len(keysyms), TYPE_BATCH):
             batch = keysyms[start : start + TYPE_BATCH]
-            async with self._batch(guard, progress, "the typing") as (remote, _):
-                await _chord(remote, (), batch)
+            async with self._batch(guard, progress, "the typing") as (send, _):
+                await _chord(send, (), batch)
                 progress.done += len(batch)
 
     async def aclose(self) -> None:
+        if self._portal is not None:
+            with trio.CancelScope(shield=True):
+                await self._portal.stop()
         if self._bus is not None:
             with trio.CancelScope(shield=True):
                 await self._bus.aclose()
@@ -381,7 +520,7 @@ class WaylandScreen:
         """Nothing to close synchronously: :meth:`aclose` ends the sessions."""
 
 
-async def _chord(remote: RemoteSession, held: Sequence[int], keys: Sequence[int]) -> None:
+async def _chord(remote: Sender, held: Sequence[int], keys: Sequence[int]) -> None:
     """Tap each of ``keys`` while ``held`` are down; every key pressed is released, even when
     the call is cancelled part-way."""
     down: list[int] = []
