@@ -23,11 +23,17 @@ def run(
     env: Mapping[str, str],
     *,
     screenshot: bool = True,
+    wayland_input: str = "portal",
     probe: Callable[[Mapping[str, str]], a11ybus.Probe] = a11ybus.probe,
 ) -> list[Check]:
-    """``display``, ``xtest``, ``screenshot`` (unless not asked for) and ``accessibility_bus``."""
+    """``display``, ``xtest``, ``screenshot`` (unless not asked for) and ``accessibility_bus``;
+    on a Wayland session ``display``, ``input`` and ``screenshot`` of :mod:`.wlcheck`."""
     missing = desktop.missing_display(env)
-    if missing is not None:
+    if desktop.wayland_session(env):
+        from deskhand_d.backends import wlcheck
+
+        checks = wlcheck.run(env, wayland_input=wayland_input, screenshot=screenshot)
+    elif missing is not None:
         checks = [missing, desktop.not_checked("xtest", "not checked: there is no X display.")]
         if screenshot:
             checks.append(desktop.not_checked("screenshot", "not checked: there is no X display."))

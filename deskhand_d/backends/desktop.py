@@ -25,8 +25,9 @@ SESSION_VARS: Final = ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
 
 #: Shown for each check in messages (the ``name`` is for scripts).
 LABELS: Final = {
-    "display": "X display",
+    "display": "display",
     "xtest": "XTEST (synthesised keys and clicks)",
+    "input": "keys and clicks",
     "screenshot": "screenshots",
     "accessibility_bus": "accessibility bus",
 }
@@ -50,7 +51,7 @@ USE_SIM: Final = (
 
 @dataclass(frozen=True, slots=True)
 class Check:
-    name: str  # display | xtest | screenshot | accessibility_bus
+    name: str  # display | xtest | input | screenshot | accessibility_bus
     status: Status
     detail: str  # what was found, as a sentence
     fix: str = ""  # what to do, when it failed
@@ -63,31 +64,27 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
 
 
+def wayland_session(env: Mapping[str, str]) -> bool:
+    """Whether ``env`` is a Wayland session: apps there take no X11 input, and the compositor
+    is the only way in (XWayland's ``DISPLAY``, when also set, serves X11 apps only)."""
+    return bool(env.get("WAYLAND_DISPLAY")) and env.get("XDG_SESSION_TYPE", "wayland") != "x11"
+
+
+#: The checks without which no action can work (auto refuses when one fails); the others
+#: (``screenshot``, Wayland's ``input``) are doctor's to report.
+ESSENTIAL: Final = frozenset({"display", "xtest", "accessibility_bus"})
+
+
 def session_present(env: Mapping[str, str]) -> bool:
     """Is there any desktop session here: an X or Wayland display, or a session bus?"""
     return any(env.get(name) for name in SESSION_VARS)
 
 
 def missing_display(env: Mapping[str, str]) -> Check | None:
-    """The failed ``display`` check when ``DISPLAY`` is unset (the X server decides otherwise).
-
-    The backend reads pixels and sends input through X11, so a Wayland session is usable only
-    through XWayland, which is what ``DISPLAY`` then names.
-    """
+    """The failed ``display`` check of an X11 session whose ``DISPLAY`` is unset (the X
+    server decides otherwise). A Wayland session is checked by :mod:`.wlcheck` instead."""
     if env.get("DISPLAY"):
         return None
-    wayland = env.get("WAYLAND_DISPLAY")
-    if wayland:
-        return Check(
-            "display",
-            "failed",
-            f"a Wayland session ({wayland}) without XWayland: DISPLAY is not set, and Deskhand "
-            "reads the screen and sends keys and clicks through X11 for now.",
-            "turn XWayland on (most Wayland desktops start it for X11 apps) and give "
-            "deskhand-d its DISPLAY (under systemd `systemctl --user import-environment "
-            "DISPLAY XAUTHORITY`), then `deskhandctl shutdown` so that the next command starts "
-            "it with that environment; apps must run through XWayland to be operated.",
-        )
     return Check(
         "display",
         "failed",

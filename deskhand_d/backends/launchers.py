@@ -233,7 +233,7 @@ def resolve(
             data={"backend": "auto"},
         )
     found = list(checks(env))
-    if any(c.failed for c in found):
+    if any(c.failed and c.name in desktop.ESSENTIAL for c in found):
         raise DesktopUnreachable(
             desktop.unreachable_message(found, env),
             data={"backend": "auto -> atspi", "checks": [c.to_data() for c in found]},

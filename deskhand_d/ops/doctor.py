@@ -1,7 +1,7 @@
 """The ``doctor`` op: which backend, does its handshake work, does its surface match, does an
 action path work (Sky: one read-only ``list_apps``), and is the desktop it needs there (for the
-AT-SPI backend: the X display, XTEST, screenshots, the accessibility bus; see
-:mod:`deskhand_d.backends.deskcheck`).
+AT-SPI backend: the X display, XTEST, screenshots, the accessibility bus, or on Wayland the
+session, the input path and screenshots; see :mod:`deskhand_d.backends.deskcheck`).
 
 Never sends an action and never an input event. Starting the backend process (if it is not
 running yet), the MCP handshake and, for Sky, ``list_apps`` (read-only, through the action
@@ -42,7 +42,9 @@ PROBE_TOOL = "list_apps"
 CHECKS_TIMEOUT_S = 15.0
 
 
-async def desktop_checks(env: Mapping[str, str]) -> list[DesktopCheck]:
+async def desktop_checks(
+    env: Mapping[str, str], *, wayland_input: str = "portal"
+) -> list[DesktopCheck]:
     """The AT-SPI backend's desktop checks, in a worker thread (python-xlib and jeepney block).
 
     An X server that accepts the connection and then never answers would hold the thread; the
@@ -50,7 +52,8 @@ async def desktop_checks(env: Mapping[str, str]) -> list[DesktopCheck]:
     """
     with trio.move_on_after(CHECKS_TIMEOUT_S):
         found = await trio.to_thread.run_sync(
-            partial(deskcheck.run, dict(env)), abandon_on_cancel=True
+            partial(deskcheck.run, dict(env), wayland_input=wayland_input),
+            abandon_on_cancel=True,
         )
         return [
             DesktopCheck(name=c.name, status=c.status, detail=c.detail, fix=c.fix) for c in found
@@ -117,7 +120,8 @@ async def _diagnose(
     # The desktop is checked wherever the AT-SPI backend serves or auto refused for it.
     checks: list[DesktopCheck] = []
     if chosen == "atspi" or isinstance(error, DesktopUnreachable):
-        checks = await desktop_checks(ctx.services.env)
+        wayland_input = ctx.services.config.backend.wayland_input
+        checks = await desktop_checks(ctx.services.env, wayland_input=wayland_input)
     found: list[dx.Finding] = []
     texts = [*backend.last_stderr]
     probe: ActionProbe | None = None

@@ -109,7 +109,8 @@ class DoctorFinding(msgspec.Struct, frozen=True, kw_only=True):
 
 class DesktopCheck(msgspec.Struct, frozen=True, kw_only=True):
     """One thing an action needs of the desktop, checked without touching it (no input event,
-    no window changed). ``name``: ``display``, ``xtest``, ``screenshot``, ``accessibility_bus``."""
+    no window changed). ``name``: ``display``, ``xtest``, ``screenshot``, ``accessibility_bus``;
+    on a Wayland session ``display``, ``input``, ``screenshot``, ``accessibility_bus``."""
 
     name: str
     status: Literal["ok", "failed", "not_checked"]

@@ -30,6 +30,7 @@ from typing import Any, Final
 import trio
 
 from .. import surface
+from ..desktop import wayland_session
 from ..skyserver import texts
 from ..skyserver.tools import Outcome
 from . import actions, apps, gmenu, model, programs, render, roles, verify
@@ -43,7 +44,7 @@ from .screen import Screen, Seat
 from .settle import LIMITS, Settler, lags
 from .switch import Switch
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
-from .wlscreen import WaylandScreen, wayland_session
+from .wlscreen import WaylandScreen
 from .x11guard import Guard, InputStopped, settled_alive
 
 TOOL_TIMEOUT: Final = 30.0

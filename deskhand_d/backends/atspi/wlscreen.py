@@ -23,9 +23,17 @@ windows. An app whose window is not focused has no screenshot (nothing proves wh
 picture would show); its tree still reads, and clicks by index still work through the
 accessibility actions.
 
-Only Mutter's own remote-desktop API is spoken (``DESKHAND_WAYLAND_INPUT=mutter``, set from
-``backend.wayland_input``); the desktop portal, which asks the person first, is not yet here,
-and input is refused with that said where it is chosen.
+Two ways to send input (``DESKHAND_WAYLAND_INPUT``, set from ``backend.wayland_input``):
+
+* ``portal`` (the default): the desktop portal's remote-desktop session (:mod:`.portal`),
+  which the person approves in the desktop's own dialog, sharing one monitor. The focused
+  window is proven as above (through GNOME's screen cast, which needs no dialog of its own);
+  pointer input is placed where that window's pixels are found in the shared monitor's
+  stream (:func:`.frames.locate`), so a window that is covered or partly off screen is not
+  clicked.
+* ``mutter``: GNOME's own remote-desktop interface (:mod:`.remote`), which asks no one, so
+  only where the person chose it (and in tests). Each batch is a session of its own, whose
+  linked screen cast records the focused window: pointer input is placed in that stream.
 """
 
 from __future__ import annotations
@@ -77,11 +85,6 @@ DRAG_STEPS: Final = 10
 _DIRECTIONS: Final = {"up": (0, -1), "down": (0, 1), "left": (1, -1), "right": (1, 1)}
 #: How long a call waits for the person to answer the portal's dialog before it says so.
 APPROVAL_WAIT_S: Final = 20.0
-
-
-def wayland_session(env: Mapping[str, str]) -> bool:
-    """Whether ``env`` is a Wayland session (apps there do not take X11 input)."""
-    return bool(env.get("WAYLAND_DISPLAY")) and env.get("XDG_SESSION_TYPE", "wayland") != "x11"
 
 
 def input_kind(env: Mapping[str, str]) -> str:
