@@ -127,7 +127,8 @@ export interface ClientSummary {
 
 /**
  * One thing an action needs of the desktop, checked without touching it (no input event,
- * no window changed). `name`: `display`, `xtest`, `screenshot`, `accessibility_bus`.
+ * no window changed). `name`: `display`, `xtest`, `screenshot`, `accessibility_bus`;
+ * on a Wayland session `display`, `input`, `screenshot`, `accessibility_bus`.
  */
 export interface DesktopCheck {
 	detail: string;
