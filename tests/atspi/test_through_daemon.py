@@ -225,3 +225,42 @@ def test_the_reply_and_the_audit_say_what_reading_back_showed(desk: Desktop) -> 
         assert ("set_value", "changed") in ends and ("type_text", "changed") in ends, ends
     finally:
         daemon.stop()
+
+
+def test_keys_that_cannot_be_sent_are_refused_not_dispatched(desk: Desktop) -> None:
+    """The daemon has no X display (Calculator runs on the desktop, readable over the bus): a
+    key press is refused as input_unavailable, never "dispatched", and the audit says so."""
+    desk.launch("gnome-calculator")
+    root = short_tmpdir()
+    env = {k: v for k, v in backend_env(desk).items() if k != "DISPLAY"}
+    grant_calculator(env)(root / "config")
+    daemon = spawn_daemon(root, extra_env=env)
+    try:
+        seen = ctl(daemon, "observe", "Calculator")
+        for _ in range(50):
+            if " 6" in seen["text"]:
+                break
+            time.sleep(0.3)
+            seen = ctl(daemon, "observe", "Calculator")
+        out = subprocess.run(
+            [*CTL, "--socket", str(daemon.socket), "--no-autostart", "--json", "press",
+             "--app", "Calculator", "--state", seen["state_id"], "Return"],
+            capture_output=True, text=True, timeout=120, cwd=ROOT,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "clients")},
+        )  # fmt: skip
+        assert out.returncode != 0, out.stdout
+        error = json.loads(out.stdout)["error"]
+        assert error["code"] == "input_unavailable", error
+        assert error["data"]["delivery"] == "refused", error
+        assert "nothing was sent" in error["message"], error["message"]
+        audit = [
+            json.loads(line)
+            for path in (root / "state").rglob("*.jsonl")
+            for line in path.read_text().splitlines()
+            if line.strip()
+        ]
+        ends = [e for e in audit if e.get("tool") == "press_key" or e.get("error_code")]
+        assert any(e.get("delivery") == "refused" for e in ends), audit
+        assert not any(e.get("delivery") == "dispatched" for e in ends), audit
+    finally:
+        daemon.stop()
