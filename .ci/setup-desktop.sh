@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install what the Linux AT-SPI backend, its tests and the demo need on Debian/Ubuntu: a virtual
-# X server, the session and accessibility buses, GTK 4, GTK 3, Qt 5, LibreOffice and browser
+# X server and a headless Wayland compositor with PipeWire and the desktop portal, the session
+# and accessibility buses, GTK 4, GTK 3, Qt 5, LibreOffice and browser
 # test apps, Debian's libatspi through python3-gi (the reference client for benchmarks) and OCR
 # to read screenshots back in tests. Idempotent: it installs only what is missing, so a second
 # run needs no network.
@@ -23,6 +24,10 @@ packages=(
   featherpad speedcrunch         # Qt 5 apps: the bridge that GetAll crashed, menus, dialogs
   libreoffice-writer libreoffice-calc libreoffice-gtk3  # LibreOffice: bounded reads of what it manages
   firefox-esr chromium           # browsers: accessibility switched on only when asked
+  mutter                         # a headless GNOME compositor: the Wayland session of the tests
+  pipewire pipewire-bin wireplumber  # screen casts travel through PipeWire
+  gstreamer1.0-pipewire gstreamer1.0-tools  # gst-launch + pipewiresrc: a frame of a screen cast
+  xdg-desktop-portal xdg-desktop-portal-gnome  # the remote-desktop portal and its dialog
 )
 
 missing=()

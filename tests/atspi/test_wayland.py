@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -149,3 +150,67 @@ def test_no_input_while_another_app_has_the_keyboard(desk: Desktop, server: Serv
     shot = ok(server.call("get_app_state", 60, app=CALC))
     assert value(shot) == "" and not shot.images  # unchanged; no picture of another window
     assert witness.received() == [], json.dumps(witness.received())
+
+
+PORTAL_DIALOG = "xdg-desktop-portal-gnome"
+
+
+def answer_portal(person: Server, *, allow: bool) -> None:
+    """Be the person at the desktop: answer the portal's remote-desktop dialog (GNOME's own
+    window, read and clicked through the accessibility tree, as a screen reader user would)."""
+    dialog = observe_until(person, PORTAL_DIALOG, r"^\t*\d+ button Share")
+    if not allow:
+        closed = person.call(
+            "click", 60, app=PORTAL_DIALOG, element_index=index(dialog.text, "button Cancel")
+        )
+        assert not closed.is_error or "noWindowsAvailable" in closed.text, closed.text
+        return
+    ticked = ok(
+        person.call(
+            "click", 60, app=PORTAL_DIALOG,
+            element_index=index(dialog.text, "checkbox Allow remote interaction"),
+        )
+    )  # fmt: skip
+    assert re.search(r"checkbox Allow remote interaction, Value: 1", ticked.text), ticked.text
+    shared = person.call(
+        "click", 60, app=PORTAL_DIALOG, element_index=index(ticked.text, "button Share")
+    )
+    assert not shared.is_error or "noWindowsAvailable" in shared.text, shared.text  # it closed
+
+
+def test_through_the_portal_only_once_the_person_allows_it(desk: Desktop) -> None:
+    person = Server({**desk.env, "DESKHAND_WAYLAND_INPUT": "mutter"}, stderr=desk.root / "p.err")
+    person.initialize()
+    try:
+        with serving({**desk.env, "DESKHAND_WAYLAND_INPUT": "portal"}, desk.root) as server:
+            keypad(server)
+            until(lambda: has_screenshot(server), "Calculator's window took the keyboard")
+            calls: dict[str, ToolResult] = {}
+
+            def typing(key: str) -> threading.Thread:
+                def run() -> None:
+                    calls[key] = server.call("type_text", 90, app=CALC, text="6+7=")
+
+                thread = threading.Thread(target=run)
+                thread.start()
+                return thread
+
+            first = typing("declined")
+            answer_portal(person, allow=False)
+            first.join(90)
+            declined = calls["declined"]
+            assert declined.is_error and "declined" in declined.text, declined.text
+            assert delivery(declined)["state"] == "refused"
+            assert value(ok(server.call("get_app_state", 60, app=CALC))) == ""
+            second = typing("allowed")
+            answer_portal(person, allow=True)
+            second.join(90)
+            assert value(ok(calls["allowed"])) == "13"
+            ok(server.call("type_text", 60, app=CALC, text="*2="))  # no second dialog
+            shot = ok(server.call("get_app_state", 60, app=CALC))
+            assert value(shot) == "26"
+            x, y = where(shot, "mod")  # found on the shared screen by its pixels
+            ok(server.call("click", 60, app=CALC, x=x, y=y))
+            assert value(ok(server.call("type_text", 60, app=CALC, text="5="))) == "1"  # 26 mod 5
+    finally:
+        assert person.close() == 0

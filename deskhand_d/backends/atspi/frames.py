@@ -115,12 +115,18 @@ def locate(window: Frame, box: Box, screen: Frame) -> tuple[int, int] | None:
     spans = window.opaque_spans(box)
     whole = screen.rgb((0, 0, screen.width, screen.height))
     stride, row = screen.width * 3, w * 3
-    # Searched for: the row with the most different byte values (a flat row would match
-    # across every flat stretch of the screen), as far as it is opaque.
-    middle = max(range(h), key=lambda r: len(set(pixels[r * row : (r + 1) * row])))
-    lo, hi = spans[middle]
-    if hi <= lo:
+    # Searched for: of the rows with opaque pixels, the one whose opaque part has the most
+    # different byte values (a flat row would match across every flat stretch of the screen).
+    rows = [r for r in range(h) if spans[r][1] > spans[r][0]]
+    if not rows:
         return None
+
+    def variety(r: int) -> int:
+        lo, hi = spans[r]
+        return len(set(pixels[r * row + lo * 3 : r * row + hi * 3]))
+
+    middle = max(rows, key=variety)
+    lo, hi = spans[middle]
     needle = pixels[middle * row + lo * 3 : middle * row + hi * 3]
     found: tuple[int, int] | None = None
     at = whole.find(needle)

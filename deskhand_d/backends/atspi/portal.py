@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from jeepney import DBusAddress, HeaderFields, MatchRule
 
+from ... import paths
 from .remote import SeatUnavailable, SessionBus
 
 PORTAL: Final = "org.freedesktop.portal.Desktop"
@@ -54,9 +55,8 @@ class Shared:
 
 
 def token_path(env: Mapping[str, str]) -> Path:
-    """Where the portal's restore token is kept (the person's state folder)."""
-    state = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME", "/"), ".local", "state")
-    return Path(state) / "deskhand" / "portal-restore-token"
+    """Where the portal's restore token is kept (Deskhand's state folder)."""
+    return paths.state_dir(env) / "portal-restore-token"
 
 
 def read_token(path: Path) -> str:
@@ -70,7 +70,11 @@ def write_token(path: Path, token: str) -> None:
     """Owner-only, replaced whole: a token lets whoever holds it skip the dialog."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     scratch = path.with_name(path.name + ".new")
-    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        scratch.unlink()  # a leftover is never reused: it could carry a looser mode
+    except FileNotFoundError:
+        pass
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.write(fd, token.encode("utf-8"))
         os.fsync(fd)
@@ -138,9 +142,14 @@ class PortalSession:
             started = await _request(bus, answers, _RD, "Start", "osa{sv}", {}, handle, "")
         monitor = shared_monitor(started)
         token = started.get("restore_token")
+        remembered = False
         if keeps and token is not None and token[1]:
-            write_token(saved, str(token[1]))
-        return cls(bus, handle, monitor, remembered=keeps)
+            try:
+                write_token(saved, str(token[1]))
+                remembered = True
+            except OSError:
+                pass  # the session works; only the next start asks the person again
+        return cls(bus, handle, monitor, remembered=remembered)
 
     async def pipewire_fd(self) -> int:
         """A PipeWire remote that can read the shared stream (the caller closes it)."""
