@@ -1,6 +1,7 @@
 """The README's main job really does 6 + 7 = 13: on this Linux machine with the real
-gnome-calculator through AT-SPI in a private desktop (also while another desktop runs a
-Calculator of its own), and with ``--sim`` on the simulator.
+gnome-calculator through AT-SPI in a private desktop (X11, and a headless GNOME Wayland
+session; also while another desktop runs a Calculator of its own), and with ``--sim`` on the
+simulator.
 
 The screenshot the demo saves is read back with OCR (tesseract), so "the screenshot shows 13"
 is checked on the pixels, not taken from the tree text.
@@ -101,6 +102,32 @@ def test_demo_script_drives_the_real_calculator_to_13() -> None:
         assert _demo_profiles() <= before_profiles
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_demo_script_on_a_wayland_session(tmp_path: Path) -> None:
+    """`DESKHAND_DEMO_SESSION=wayland bash .ci/demo.sh`: the same task on a private headless
+    GNOME Wayland session (no X server at all); its screenshot, a frame of GNOME's screen cast,
+    reads 6+7 = 13; nothing is left running."""
+    require_binaries("gnome-calculator", "tesseract", "gst-launch-1.0", session="wayland")
+    before_procs, before_profiles = _private_desktop_processes(), _demo_profiles()
+    out = subprocess.run(
+        ["bash", ".ci/demo.sh"],
+        cwd=ROOT,
+        env={**_env(tmp_path), "DESKHAND_DEMO_SESSION": "wayland"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "started a private Wayland desktop" in out.stdout, out.stdout
+    assert "Calculator shows 13: done." in out.stdout
+    seen = subprocess.run(
+        ["tesseract", str(tmp_path / "result.png"), "-"], capture_output=True, text=True, check=True
+    ).stdout
+    assert "13" in seen.split() and "6+7" in seen.replace(" ", ""), seen
+    assert not _orphans() - before_procs
+    assert _demo_profiles() <= before_profiles
 
 
 def test_demo_finds_its_own_calculator_while_another_desktop_runs_one(tmp_path: Path) -> None:

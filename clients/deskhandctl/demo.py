@@ -4,9 +4,12 @@ The task: observe Calculator, press 6, +, 7 and = by element index, observe agai
 display shows 13, then save the final screenshot as a PNG and print its path.
 
 Where it runs: on Linux the AT-SPI backend drives the real Calculator (gnome-calculator). When
-this session already has a desktop with an accessibility bus, that desktop is used and you
-answer the consent question yourself; otherwise a private desktop (Xvfb, its own session and
-accessibility buses) is started with gnome-calculator in it and torn down at the end. Where no
+this session already has a desktop (X11 or Wayland) with an accessibility bus, that desktop is
+used and you answer the consent question yourself; otherwise a private desktop (Xvfb, or with
+``--wayland`` a headless GNOME compositor with PipeWire, and its own session and accessibility
+buses) is started and torn down at the end. On the private Wayland desktop, which is the
+demo's own, input goes through GNOME's remote-desktop interface rather than the portal's
+dialog, which nobody would be there to answer. Where no
 real desktop can be had (not Linux, or Xvfb or gnome-calculator missing), the simulated desktop
 stands in, and the output says so.
 
@@ -43,7 +46,9 @@ _MAC_NAMES = {"+": "Add", "=": "Equals"}
 def run_demo(args: Args) -> int:
     target = os.path.abspath(str(args.params.get("screenshot") or "deskhand-demo.png"))
     with contextlib.ExitStack() as cleanup:
-        env, backend, private, where = _choose_desktop(cleanup, bool(args.params.get("sim")))
+        env, backend, private, where = _choose_desktop(
+            cleanup, bool(args.params.get("sim")), wayland=bool(args.params.get("wayland"))
+        )
         print(f"demo: {where}")
         profile = Path(tempfile.mkdtemp(prefix="deskhand-demo-"))
         cleanup.callback(shutil.rmtree, profile, True)
@@ -76,7 +81,7 @@ def run_demo(args: Args) -> int:
 
 
 def _choose_desktop(
-    cleanup: contextlib.ExitStack, sim: bool
+    cleanup: contextlib.ExitStack, sim: bool, *, wayland: bool = False
 ) -> tuple[dict[str, str], str, bool, str]:
     """(environment, backend, private, description) for where the task will run."""
     env = dict(os.environ)
@@ -90,14 +95,19 @@ def _choose_desktop(
     if shutil.which("gnome-calculator") is None:
         return env, "sim", True, "using the simulated desktop: gnome-calculator is not installed"
     found = a11ybus.probe(env)
-    if found.usable and env.get("DISPLAY"):
-        return env, "atspi", False, f"using your desktop ({env['DISPLAY']}) through AT-SPI"
+    yours = env.get("WAYLAND_DISPLAY") or env.get("DISPLAY")
+    if found.usable and yours:
+        return env, "atspi", False, f"using your desktop ({yours}) through AT-SPI"
     try:
         # the backend starts Calculator itself on the first observation, as Sky does
-        desk = xsession.start_desktop()
+        desk = xsession.start_desktop(session="wayland" if wayland else "x11")
     except xsession.DesktopUnavailable as exc:
         return env, "sim", True, f"using the simulated desktop: no private desktop ({exc})"
     cleanup.callback(desk.close)
+    if desk.wayland:
+        desk.env["DESKHAND_WAYLAND_INPUT"] = "mutter"
+        where = f"a private Wayland desktop ({desk.env['WAYLAND_DISPLAY']}, headless Mutter)"
+        return dict(desk.env), "atspi", True, f"started {where}"
     return dict(desk.env), "atspi", True, f"started a private desktop on {desk.display}"
 
 

@@ -693,6 +693,14 @@ COMMANDS: dict[str, Command] = {
                     switch=True,
                     local=True,
                 ),
+                Param(
+                    "--wayland",
+                    "wayland",
+                    "start a private Wayland desktop (headless GNOME compositor) rather than Xvfb "
+                    "when there is no desktop",
+                    switch=True,
+                    local=True,
+                ),
             ),
             offline=True,
         ),
