@@ -28,6 +28,7 @@ packages=(
   pipewire pipewire-bin wireplumber  # screen casts travel through PipeWire
   gstreamer1.0-pipewire gstreamer1.0-tools  # gst-launch + pipewiresrc: a frame of a screen cast
   xdg-desktop-portal xdg-desktop-portal-gnome  # the remote-desktop portal and its dialog
+  kwin-wayland qtwayland5        # KDE Plasma's compositor (virtual backend); Qt 5 on Wayland
 )
 
 missing=()

@@ -10,7 +10,8 @@ own temporary directory, and tearing every process of it down again by PID.
   or, for a Wayland session (``session="wayland"``), PipeWire with WirePlumber and Mutter as
   a headless Wayland compositor with one virtual monitor and no XWayland (``mutter --headless
   --wayland --no-x11``), its socket named after the temporary directory, with apps told to
-  draw on Wayland (``GDK_BACKEND``, ``QT_QPA_PLATFORM``);
+  draw on Wayland (``GDK_BACKEND``, ``QT_QPA_PLATFORM``); or (``session="kde"``) KDE Plasma's
+  compositor, KWin, on its virtual backend;
 * ``at-spi-bus-launcher --launch-immediately`` (the accessibility bus; the registry daemon is
   D-Bus-activated on that bus the first time a client asks for it);
 * GSettings on the keyfile backend under a private ``XDG_CONFIG_HOME`` (no dconf, and
@@ -43,6 +44,7 @@ MARKER = "DESKHAND_PRIVATE_DESKTOP"
 BUS_LAUNCHER = "/usr/libexec/at-spi-bus-launcher"
 REQUIRED = ("dbus-daemon", "Xvfb", BUS_LAUNCHER)
 WAYLAND_REQUIRED = ("dbus-daemon", "mutter", "pipewire", "wireplumber", BUS_LAUNCHER)
+KDE_REQUIRED = ("dbus-daemon", "kwin_wayland", BUS_LAUNCHER)
 APPS = {"gnome-calculator": "gnome-calculator", "galculator": "galculator"}
 _KEYFILE = "[org/gnome/calculator]\nrefresh-interval=0\n"
 
@@ -54,7 +56,8 @@ class DesktopUnavailable(RuntimeError):
 def missing_binaries(extra: tuple[str, ...] = (), *, session: str = "x11") -> list[str]:
     """The required programs (plus ``extra``) that are not installed."""
     out = []
-    for name in (*(WAYLAND_REQUIRED if session == "wayland" else REQUIRED), *extra):
+    required = {"wayland": WAYLAND_REQUIRED, "kde": KDE_REQUIRED}.get(session, REQUIRED)
+    for name in (*required, *extra):
         found = os.access(name, os.X_OK) if name.startswith("/") else shutil.which(name)
         if not found:
             out.append(name)
@@ -225,7 +228,8 @@ def start_desktop(
     session: str = "x11",
 ) -> Desktop:
     """Bring a private session up (and ``apps`` in it); the caller must :meth:`~Desktop.close`.
-    ``session``: ``x11`` (Xvfb) or ``wayland`` (headless Mutter, see the module notes)."""
+    ``session``: ``x11`` (Xvfb), ``wayland`` (headless Mutter) or ``kde`` (KWin's virtual
+    Wayland backend), see the module notes."""
     missing = missing_binaries(session=session)
     if missing:
         raise DesktopUnavailable(f"missing: {', '.join(missing)}")
@@ -235,6 +239,8 @@ def start_desktop(
         _start_bus(desk)
         if session == "wayland":
             _start_wayland(desk, size)
+        elif session == "kde":
+            _start_kde(desk, size)
         else:
             _start_x(desk, size)
         desk.spawn([BUS_LAUNCHER, "--launch-immediately"], "at-spi-bus-launcher")
@@ -298,13 +304,11 @@ def _start_x(desk: Desktop, size: str) -> None:
     desk.env["DISPLAY"] = ":" + number.decode().strip()
 
 
-def _start_wayland(desk: Desktop, size: str) -> None:
-    """PipeWire and WirePlumber (for screen casts), then Mutter; returns once its Wayland
-    socket accepts connections."""
+def _wayland_env(desk: Desktop, desktop: str) -> dict[str, str]:
     env = desk.env
     for name in ("DISPLAY", "XAUTHORITY"):
         env.pop(name, None)
-    env.setdefault("XDG_CURRENT_DESKTOP", "GNOME")  # the portals pick their backend by it
+    env.setdefault("XDG_CURRENT_DESKTOP", desktop)  # the portals pick their backend by it
     env.update(
         {
             "XDG_SESSION_TYPE": "wayland",
@@ -313,6 +317,13 @@ def _start_wayland(desk: Desktop, size: str) -> None:
             "MOZ_ENABLE_WAYLAND": "1",
         }
     )
+    return env
+
+
+def _start_wayland(desk: Desktop, size: str) -> None:
+    """PipeWire and WirePlumber (for screen casts), then Mutter; returns once its Wayland
+    socket accepts connections."""
+    _wayland_env(desk, "GNOME")
     desk.spawn(["pipewire"], "pipewire")
     desk.spawn(["wireplumber"], "wireplumber")
     name = f"wayland-{desk.root.name}"
@@ -328,13 +339,40 @@ def _start_wayland(desk: Desktop, size: str) -> None:
         ],
         "mutter",
     )
+    _wait_for_socket(desk, name, "mutter")
+
+
+def _start_kde(desk: Desktop, size: str) -> None:
+    """KWin on its virtual backend (KDE Plasma's compositor, no screen); returns once its
+    Wayland socket accepts connections. Debian gives kwin_wayland a file capability
+    (CAP_SYS_RESOURCE, to raise its own priority), which a sandbox that forbids gaining
+    capabilities refuses to execute: a copy in the desktop's directory, which carries no
+    capability, runs the same. KWin takes its Qt platform only from a program named
+    kwin_wayland, so the copy keeps that name."""
+    _wayland_env(desk, "KDE")
+    found = shutil.which("kwin_wayland")
+    if found is None:
+        raise DesktopUnavailable("kwin_wayland is not installed")
+    program = desk.root / "bin" / "kwin_wayland"
+    program.parent.mkdir()
+    shutil.copy(found, program)
+    name = f"wayland-{desk.root.name}"
+    width, height = size.split("x")[:2]
+    desk.spawn(
+        [str(program), "--virtual", "--socket", name, "--width", width, "--height", height,
+         "--no-lockscreen"],
+        "kwin",
+    )  # fmt: skip
+    _wait_for_socket(desk, name, "kwin")
+
+
+def _wait_for_socket(desk: Desktop, name: str, log: str) -> None:
+    env = desk.env
     path = Path(env["XDG_RUNTIME_DIR"]) / name
     deadline = time.monotonic() + 20
     while not (path.exists() and _accepts(path)):
         if time.monotonic() > deadline:
-            raise DesktopUnavailable(
-                f"mutter did not start: {desk.log('mutter').read_text()[-2000:]}"
-            )
+            raise DesktopUnavailable(f"{log} did not start: {desk.log(log).read_text()[-2000:]}")
         time.sleep(0.05)
     env["WAYLAND_DISPLAY"] = name
     # Services the bus starts on demand (the desktop portals, which show their dialogs as

@@ -214,3 +214,31 @@ def test_through_the_portal_only_once_the_person_allows_it(desk: Desktop) -> Non
             assert value(ok(server.call("type_text", 60, app=CALC, text="5="))) == "1"  # 26 mod 5
     finally:
         assert person.close() == 0
+
+
+@pytest.fixture
+def kde() -> Iterator[Desktop]:
+    with desktop_or_skip(require=("featherpad",), session="kde") as d:
+        yield d
+
+
+def test_on_kde_plasma_apps_read_and_input_is_refused(kde: Desktop) -> None:
+    """KWin (KDE Plasma's compositor) on its virtual backend with FeatherPad (Qt 5) drawing on
+    Wayland: the tree reads; there is no GNOME screen cast to prove which window has the
+    keyboard, so there is no screenshot, typing is refused with nothing sent, no dialog asks the
+    person for an approval that could not be used, and doctor's checks say so."""
+    from deskhand_d.backends import deskcheck
+
+    found = {c.name: c for c in deskcheck.run(kde.env)}
+    assert found["display"].status == "ok" and "Wayland session" in found["display"].detail
+    assert found["input"].status == "failed" and "KDE Plasma" in found["input"].fix
+    assert found["screenshot"].status == "failed"
+    assert found["accessibility_bus"].status == "ok"
+    with serving(dict(kde.env), kde.root) as server:
+        state = observe_until(server, "featherpad", r"^\t*\d+ menu bar item File")
+        assert not state.images
+        typed = server.call("type_text", 60, app="featherpad", text="hello")
+        assert typed.is_error and delivery(typed) == {"state": "refused", "reason": "not_sent"}
+        assert "Wayland input is unavailable" in typed.text and "screen cast" in typed.text
+        after = ok(server.call("get_app_state", 60, app="featherpad"))
+        assert "hello" not in after.text

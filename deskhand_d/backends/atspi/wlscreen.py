@@ -221,6 +221,10 @@ class WaylandScreen:
             async with self._mutter_batch(guard, progress, what, points) as ready:
                 yield ready
             return
+        if self._portal is None:
+            # Nothing is asked of the person on a desktop where the answer could not be used
+            # (no GNOME screen cast to prove the focus): this fails first there.
+            await self._focus_frame()
         portal = await self._portal_session()
         frame = await self._focus_frame()
         box = _proven(frame, guard, progress, what)
