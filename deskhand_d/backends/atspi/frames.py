@@ -1,9 +1,12 @@
-"""One picture of a compositor's screen-cast stream, and what its pixels prove. Pure but for
-:func:`grab`.
+"""Pictures of a compositor's screen-cast stream, and what their pixels prove. Pure but for
+:func:`settled`.
 
-What this owns: taking a single frame of a PipeWire stream (``gst-launch-1.0`` with
-``pipewiresrc``, converted to RGBA) and the arithmetic on it: where the window is inside a
-window stream's frame, and that window's pixels as packed RGB for a PNG.
+What this owns: taking frames of a PipeWire stream (``gst-launch-1.0`` with ``pipewiresrc``,
+converted to RGBA): the last one before the stream went quiet (:func:`settled`; a window's
+stream carries a frame only when the window is drawn again, so a stream that sends nothing for
+a while shows what the window shows now), or with no wait the first one; and the arithmetic on
+them: where the window is inside a window stream's frame, and that window's pixels as packed
+RGB for a PNG.
 
 A window stream (Mutter's ``RecordWindow``) paints the window's whole buffer, client-side
 shadow included, at the frame's top-left, on a transparent background that fills the rest of
@@ -18,17 +21,18 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+import trio
 
 Box = tuple[int, int, int, int]
 
-#: How long one frame may take to arrive. A stream of a window that has just opened
-#: sometimes never produces one (1 in about 15 right after an app started); a new stream does,
-#: so callers ask again rather than wait long.
-GRAB_TIMEOUT_S: Final = 2.0
+#: How long the first frame may take to arrive (about 0.05 s on an idle machine). A stream of
+#: a window that has just opened sometimes never produces one (1 in about 15 right after an
+#: app started); a new stream does, so callers ask again rather than wait long.
+GRAB_TIMEOUT_S: Final = 3.0
 GST_LAUNCH: Final = "gst-launch-1.0"
 _CAPS: Final = re.compile(r"width=\(int\)(\d+), height=\(int\)(\d+)")
 _OPAQUE: Final = 0xFF
@@ -176,12 +180,21 @@ def size_from_caps(text: str) -> tuple[int, int] | None:
     return int(width), int(height)
 
 
-def grab(node: int, env: Mapping[str, str], *, fd: int | None = None) -> Frame:
-    """One frame of PipeWire node ``node`` as RGBA (blocking; run it in a worker thread).
-    ``fd``: a PipeWire remote the portal opened for us, when the stream came from one.
+async def settled(
+    node: int,
+    env: Mapping[str, str],
+    *,
+    quiet: float,
+    limit: float,
+    not_before: float = 0.0,
+    fd: int | None = None,
+) -> Frame:
+    """The frame of PipeWire node ``node`` once the stream has sent none for ``quiet``
+    seconds, and not before trio time ``not_before``; the latest one after ``limit`` seconds
+    of frames that keep coming (an animation). ``fd``: a PipeWire remote from the portal.
 
     Raises:
-        FrameUnavailable: gst-launch or its PipeWire element is missing, or no frame came.
+        FrameUnavailable: gst-launch is missing, or no frame came in time.
     """
     program = shutil.which(GST_LAUNCH, path=env.get("PATH"))
     if program is None:
@@ -189,51 +202,72 @@ def grab(node: int, env: Mapping[str, str], *, fd: int | None = None) -> Frame:
             "gst-launch-1.0 is not installed (Debian and Ubuntu: gstreamer1.0-tools and "
             "gstreamer1.0-pipewire)"
         )
-    source = ["pipewiresrc", f"path={node}", "num-buffers=1"]
-    if fd is not None:
-        source.append(f"fd={fd}")
-    with tempfile.TemporaryDirectory(prefix="dhframe") as scratch:
-        out = os.path.join(scratch, "frame.rgba")
-        argv = [
-            program,
-            "-v",
-            *source,
-            "!",
-            "videoconvert",
-            "!",
-            "video/x-raw,format=RGBA",
-            "!",
-            "filesink",
-            f"location={out}",
-        ]
-        try:
-            done = subprocess.run(
-                argv,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GRAB_TIMEOUT_S,
-                pass_fds=(fd,) if fd is not None else (),
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise FrameUnavailable(
-                f"no frame came from the screen cast in {GRAB_TIMEOUT_S:g} s"
-            ) from None
-        size = size_from_caps(done.stdout.decode("utf-8", "replace"))
-        try:
-            with open(out, "rb") as f:
-                data = f.read()
-        except OSError:
-            data = b""
-    if done.returncode != 0 or size is None or not data:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        why = said[-1] if said else f"exit status {done.returncode}"
-        if "no element" in why and "pipewiresrc" in why:
-            why = "GStreamer has no PipeWire element (install gstreamer1.0-pipewire)"
-        raise FrameUnavailable(f"the screen cast gave no frame: {why}")
-    width, height = size
+    read, write = os.pipe()
+    source = ["pipewiresrc", f"path={node}", *([f"fd={fd}"] if fd is not None else [])]
+    argv = [program, "-v", *source, "!", "videoconvert", "!", "video/x-raw,format=RGBA", "!",
+            "fdsink", f"fd={write}", "sync=false"]  # fmt: skip
     try:
-        return Frame(width, height, data[: width * height * 4])
-    except ValueError as exc:
-        raise FrameUnavailable(f"the screen cast gave a malformed frame: {exc}") from None
+        proc = await trio.lowlevel.open_process(
+            argv,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            pass_fds=(write, *((fd,) if fd is not None else ())),
+        )
+    finally:
+        os.close(write)
+    frames_in = trio.lowlevel.FdStream(read)
+    try:
+        assert proc.stdout is not None
+        with trio.fail_after(GRAB_TIMEOUT_S):
+            width, height = await _sink_size(proc.stdout)
+            frame = await _read_exact(frames_in, width * height * 4)
+        stop = trio.current_time() + limit
+        while trio.current_time() < stop:
+            wait = min(stop, max(trio.current_time() + quiet, not_before)) - trio.current_time()
+            with trio.move_on_after(max(0.0, wait)) as scope:
+                frame = await _read_exact(frames_in, width * height * 4)
+            if scope.cancelled_caught and trio.current_time() >= not_before:
+                break
+        return Frame(width, height, frame)
+    except trio.TooSlowError:
+        raise FrameUnavailable(
+            f"no frame came from the screen cast in {GRAB_TIMEOUT_S:g} s"
+        ) from None
+    except (EOFError, ValueError) as exc:
+        raise FrameUnavailable(f"the screen cast ended early ({exc})") from None
+    finally:
+        with trio.CancelScope(shield=True):
+            proc.kill()
+            await proc.wait()
+            await frames_in.aclose()
+            if proc.stdout is not None:
+                await proc.stdout.aclose()
+
+
+async def _sink_size(stdout: Any) -> tuple[int, int]:
+    """The frame size gst-launch settled on, from its verbose output (the caps its sink got)."""
+    seen = b""
+    while True:
+        chunk = await stdout.receive_some(4096)
+        if not chunk:
+            raise EOFError("gst-launch stopped before a frame")
+        seen += chunk
+        lines = seen.decode("utf-8", "replace").splitlines()
+        for line in lines[:-1] if not seen.endswith(b"\n") else lines:
+            size = size_from_caps(line) if "GstFdSink" in line and "caps =" in line else None
+            if size is not None:
+                return size
+
+
+async def _read_exact(stream: Any, size: int) -> bytes:
+    parts: list[bytes] = []
+    got = 0
+    while got < size:
+        chunk = await stream.receive_some(min(1 << 20, size - got))
+        if not chunk:
+            raise EOFError("the screen cast stopped mid-frame")
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -64,10 +63,7 @@ from .remote import (
 from .screen import (
     SETTLE_MAX,
     SETTLE_MIN,
-    SETTLE_NOISE,
-    SETTLE_STEP,
     ScreenUnavailable,
-    changed_bytes,
     usable_rect,
 )
 from .x11guard import Guard, Progress, process_alive
@@ -78,8 +74,14 @@ T = TypeVar("T")
 INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
 INPUT_KINDS: Final = ("portal", "mutter")
 #: Characters typed between two proofs of the focused window.
-TYPE_BATCH: Final = 32
+TYPE_BATCH: Final = 64  # as X11's batches: a proof costs a frame of the focused window
 GRAB_ATTEMPTS: Final = 3
+#: Pairs of frames (the focused window, the shared monitor) taken to find the window: a caret
+#: that blinks between the two makes one pair disagree.
+LOCATE_ATTEMPTS: Final = 3
+#: A window's stream that sends no frame for this long shows the window as it is now (it
+#: sends one for each time the window is drawn: every 17 ms during an animation at 60 Hz).
+FRAME_QUIET_S: Final = 0.06
 WHEEL_STEPS_PER_PAGE: Final = 5
 DRAG_STEPS: Final = 10
 _DIRECTIONS: Final = {"up": (0, -1), "down": (0, 1), "left": (1, -1), "right": (1, 1)}
@@ -181,6 +183,7 @@ class WaylandScreen:
         self._bus: SessionBus | None = None
         self._lock = trio.Lock()
         self._portal: PortalSession | None = None
+        self._call_remote: RemoteSession | None = None  # Mutter's, for the call in progress
         self._asking: _Asking | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -226,12 +229,23 @@ class WaylandScreen:
             # (no GNOME screen cast to prove the focus): this fails first there.
             await self._focus_frame()
         portal = await self._portal_session()
-        frame = await self._focus_frame()
-        box = _proven(frame, guard, progress, what)
-        _inside(box, points)
-        corner = (0, 0)
-        if points:
-            corner = await self._on_monitor(portal, frame, box, progress, what)
+        corner: tuple[int, int] | None = None
+        for _ in range(LOCATE_ATTEMPTS):
+            frame = await self._focus_frame()
+            box = _proven(frame, guard, progress, what)
+            _inside(box, points)
+            if not points:
+                corner = (0, 0)
+                break
+            corner = await self._on_monitor(portal, frame, box)
+            if corner is not None:
+                break
+        if corner is None:
+            raise progress.stopped(
+                "target_changed",
+                "the app's window is not wholly in view on the shared screen (covered or "
+                f"partly off it), so {what} could land elsewhere",
+            )
         guard.sending.set()
         try:
             await warm_up(portal)
@@ -248,7 +262,16 @@ class WaylandScreen:
         what: str,
         points: Sequence[tuple[float, float]],
     ) -> AsyncIterator[tuple[Sender, tuple[int, int]]]:
-        remote, frame = await self._proof_session()
+        """The call's remote-desktop session (started by its first batch, whose proof is a
+        frame of the session's own focus-window stream, the one its pointer motion is measured
+        in); later batches of the same call (typing) are proven by a screen cast of their own.
+        :meth:`send` stops the session when the call ends."""
+        remote = self._call_remote
+        if remote is None:
+            remote, frame = await self._proof_session()
+            self._call_remote = remote
+        else:
+            frame = await self._focus_frame()
         try:
             box = _proven(frame, guard, progress, what)
             _inside(box, points)
@@ -259,9 +282,6 @@ class WaylandScreen:
             raise ScreenUnavailable(
                 f"the compositor's remote-desktop session failed: {exc}"
             ) from None
-        finally:
-            with trio.CancelScope(shield=True):
-                await remote.stop()
 
     async def _portal_session(self) -> PortalSession:
         """The portal session, asked for once (the person answers the desktop's dialog; a
@@ -297,30 +317,21 @@ class WaylandScreen:
         return asking.session
 
     async def _on_monitor(
-        self,
-        portal: PortalSession,
-        frame: frames.Frame,
-        box: tuple[int, int, int, int],
-        progress: Progress,
-        what: str,
-    ) -> tuple[int, int]:
-        """Where the app's window (``box`` of ``frame``) is in the shared monitor's stream."""
+        self, portal: PortalSession, frame: frames.Frame, box: tuple[int, int, int, int]
+    ) -> tuple[int, int] | None:
+        """Where the app's window (``box`` of ``frame``) is in the shared monitor's stream;
+        None when its pixels are not there as they are in ``frame`` (covered, partly off the
+        screen, or drawn anew between the two frames: a blinking caret)."""
         fd = await portal.pipewire_fd()
         try:
-            node, env = portal.monitor.node, self.env
-            screen = await trio.to_thread.run_sync(lambda: frames.grab(node, env, fd=fd))
-        except frames.FrameUnavailable as exc:
-            raise ScreenUnavailable(str(exc)) from None
+            screen = await frames.settled(
+                portal.monitor.node, self.env, quiet=0.0, limit=0.0, fd=fd
+            )
+        except frames.FrameUnavailable:
+            return None  # asked again with a new pair of frames
         finally:
             os.close(fd)
-        corner = await trio.to_thread.run_sync(lambda: frames.locate(frame, box, screen))
-        if corner is None:
-            raise progress.stopped(
-                "target_changed",
-                "the app's window is not wholly in view on the shared screen (covered or "
-                f"partly off it), so {what} could land elsewhere",
-            )
-        return corner
+        return await trio.to_thread.run_sync(lambda: frames.locate(frame, box, screen))
 
     async def _proof_session(self) -> tuple[RemoteSession, frames.Frame]:
         """A started remote-desktop session and a frame of its focus-window stream (a new
@@ -353,9 +364,9 @@ class WaylandScreen:
 
     # --- pictures ----------------------------------------------------------------------------
 
-    async def _focus_frame(self) -> frames.Frame:
-        """One frame of the focused window, from a screen cast of its own (no input; a new
-        one when a stream gives no frame)."""
+    async def _focus_frame(self, *, settle: float = 0.0, not_before: float = 0.0) -> frames.Frame:
+        """A frame of the focused window, from a screen cast of its own (no input; a new one
+        when a stream gives no frame); with ``settle``, as :meth:`_grab` settles it."""
         bus = await self._session_bus()
         for attempt in range(GRAB_ATTEMPTS):
             try:
@@ -363,7 +374,7 @@ class WaylandScreen:
             except SeatUnavailable as exc:
                 raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
             try:
-                return await self._grab(stream)
+                return await self._grab(stream, settle=settle, not_before=not_before)
             except ScreenUnavailable:
                 if attempt == GRAB_ATTEMPTS - 1:
                     raise
@@ -372,21 +383,36 @@ class WaylandScreen:
                     await stop_screen_cast(bus, session)
         raise AssertionError("unreachable")
 
-    async def _grab(self, stream: Stream) -> frames.Frame:
-        env = self.env
+    async def _grab(
+        self, stream: Stream, *, settle: float = 0.0, not_before: float = 0.0
+    ) -> frames.Frame:
+        """A frame of ``stream``: the first, or with ``settle`` the one it shows once it has
+        gone quiet (see :func:`.frames.settled`), at most ``settle`` seconds later."""
         try:
-            return await trio.to_thread.run_sync(lambda: frames.grab(stream.node, env))
+            return await frames.settled(
+                stream.node,
+                self.env,
+                quiet=FRAME_QUIET_S,
+                limit=settle,
+                not_before=not_before,
+            )
         except frames.FrameUnavailable as exc:
             raise ScreenUnavailable(str(exc)) from None
 
-    async def capture(self, extents: tuple[int, int, int, int]) -> tuple[int, int, bytes]:
+    async def capture(
+        self,
+        extents: tuple[int, int, int, int],
+        *,
+        settle: float = 0.0,
+        not_before: float = 0.0,
+    ) -> tuple[int, int, bytes]:
         """The focused window's pixels as ``(width, height, packed RGB)``, when it has the
-        size of ``extents`` (the app's window).
+        size of ``extents`` (the app's window); with ``settle``, once its stream went quiet.
 
         Raises:
             ScreenUnavailable: No screen cast, or the focused window is not that window.
         """
-        frame = await self._focus_frame()
+        frame = await self._focus_frame(settle=settle, not_before=not_before)
         box = frame.opaque_box()
         if box is None or box[2:] != extents[2:]:
             raise ScreenUnavailable("the app's window is not the focused one")
@@ -399,22 +425,18 @@ class WaylandScreen:
     async def screenshot(
         self, extents: tuple[int, int, int, int], *, input_age: float | None = None
     ) -> bytes | None:
-        """A PNG of the app's focused window, captured until it settles after recent input
-        (as :meth:`.screen.Screen.screenshot` does); None when there is none to take."""
+        """A PNG of the app's focused window; after recent input (``input_age`` seconds ago),
+        the frame its stream shows once it went quiet, and not one from before
+        :data:`~.screen.SETTLE_MIN` after the input (the app may not have begun to draw its
+        answer); None when there is none to take."""
         if not usable_rect(extents):
             return None
         try:
-            if input_age is not None and input_age < SETTLE_MIN:
-                await trio.sleep(SETTLE_MIN - input_age)
-            shot = await self.capture(extents)
-            deadline = time.monotonic() + (SETTLE_MAX if input_age is not None else 0)
-            while time.monotonic() < deadline:
-                await trio.sleep(SETTLE_STEP)
-                again = await self.capture(extents)
-                quiet = changed_bytes(again[2], shot[2]) <= SETTLE_NOISE
-                shot = again
-                if quiet:
-                    break
+            if input_age is None:
+                shot = await self.capture(extents)
+            else:
+                not_before = trio.current_time() + max(0.0, SETTLE_MIN - input_age)
+                shot = await self.capture(extents, settle=SETTLE_MAX, not_before=not_before)
             return await self.encode(shot)
         except ScreenUnavailable:
             return None
@@ -443,7 +465,13 @@ class WaylandScreen:
         if method is None:
             raise ScreenUnavailable(f"{what} is not available on Wayland")
         async with self._lock:
-            await method(guard, *args, **options)
+            try:
+                await method(guard, *args, **options)
+            finally:
+                remote, self._call_remote = self._call_remote, None
+                if remote is not None:
+                    with trio.CancelScope(shield=True):
+                        await remote.stop()
 
     def _window_point(self, guard: Guard, x: float, y: float) -> tuple[float, float]:
         return x - guard.origin[0], y - guard.origin[1]
