@@ -129,7 +129,9 @@ class StateBook:
             why = "came back from an action" if rec.action_returned else "had no screenshot"
             raise CoordinatesNeedScreenshot(
                 f"coordinates need an observation with a screenshot, and this one {why}; "
-                "observe the app and use that observation's stateId"
+                "observe the app and use that observation's stateId, or act on an element by "
+                "its index instead (on Wayland only an app whose window has the keyboard is "
+                "pictured: a window in the background has no screenshot)"
             )
         if use.points and rec.screenshot_size is not None:
             check_points(rec.app, use.points, rec.screenshot_size)
