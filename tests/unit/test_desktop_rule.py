@@ -1,4 +1,5 @@
-"""The desktop rules on values: when there is a desktop session, what a missing display means,
+"""The desktop rules on values: when there is a desktop session (and a Wayland one), what a
+missing display means, what is checked on Wayland,
 the refusal message, and the simulated-desktop note that every tree parser must read past."""
 
 from __future__ import annotations
@@ -37,15 +38,47 @@ def test_a_desktop_session_is_any_display_or_a_session_bus(
     assert desktop.session_present(env) is present
 
 
-def test_missing_display_says_wayland_needs_xwayland() -> None:
+def test_missing_display_is_an_x11_session_without_display() -> None:
     assert desktop.missing_display({"DISPLAY": ":1"}) is None
     plain = desktop.missing_display({})
     assert plain is not None and plain.failed and plain.name == "display"
     assert "DISPLAY is not set" in plain.detail and "DISPLAY=:0" in plain.fix
-    wayland = desktop.missing_display({"WAYLAND_DISPLAY": "wayland-0"})
-    assert wayland is not None and wayland.failed
-    assert "Wayland session (wayland-0) without XWayland" in wayland.detail
-    assert "XWayland" in wayland.fix and "import-environment DISPLAY" in wayland.fix
+
+
+@pytest.mark.parametrize(
+    ("env", "wayland"),
+    [
+        ({"WAYLAND_DISPLAY": "wayland-0"}, True),
+        ({"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}, True),  # XWayland beside it
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "wayland"}, True),
+        ({"WAYLAND_DISPLAY": "wayland-0", "XDG_SESSION_TYPE": "x11"}, False),
+        ({"DISPLAY": ":0"}, False),
+        ({"WAYLAND_DISPLAY": ""}, False),
+    ],
+)
+def test_a_wayland_session_is_wayland_display_unless_the_session_says_x11(
+    env: dict[str, str], wayland: bool
+) -> None:
+    assert desktop.wayland_session(env) is wayland
+
+
+def test_on_wayland_the_checks_need_no_x11_and_say_what_is_not_checked() -> None:
+    """No session bus: the Wayland session is named, input and screenshots are not checked
+    (never X11's display or colour-depth advice), the bus check fails: only that last one is
+    what auto refuses for."""
+    from deskhand_d.backends import deskcheck
+
+    env = {"WAYLAND_DISPLAY": "wayland-7", "XDG_SESSION_TYPE": "wayland"}
+    found = deskcheck.run(env, probe=lambda _: Probe(False, "no bus.", "start one."))
+    by_name = {c.name: c for c in found}
+    assert list(by_name) == ["display", "input", "screenshot", "accessibility_bus"]
+    assert by_name["display"].status == "ok" and "wayland-7" in by_name["display"].detail
+    assert by_name["input"].status == "not_checked"
+    assert by_name["screenshot"].status == "not_checked"
+    assert "24-bit" not in " ".join(c.fix for c in found)
+    assert [c.name for c in found if c.failed and c.name in desktop.ESSENTIAL] == [
+        "accessibility_bus"
+    ]
 
 
 def test_refusal_message_names_the_session_each_failure_and_the_way_out() -> None:
