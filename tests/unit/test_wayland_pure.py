@@ -853,3 +853,55 @@ def test_expectation_is_known_by_default() -> None:
     expect = Expectation(_REF, "text", "abc")
     assert expect.known is True
     assert judge(expect, "abc") == "unchanged"
+
+
+# --- locate around the points pointer input goes to -------------------------------------------
+
+
+def _cover(screen: Frame, x0: int, y0: int, w: int, h: int) -> Frame:
+    buf = bytearray(screen.rgba)
+    for y in range(y0, y0 + h):
+        for x in range(x0, x0 + w):
+            _put(buf, screen.width, x, y, (255, 0, 255, 255))
+    return Frame(screen.width, screen.height, bytes(buf))
+
+
+def test_locate_around_a_point_ignores_a_cover_elsewhere(window: Frame) -> None:
+    """A popover or a blinking caret over one part of the window does not matter for a click
+    far from it; over the point it does."""
+    box = window.opaque_box()
+    assert box is not None
+    screen = _cover(screen_frame(window, [(100, 80)]), 100 + 40, 80 + 25, 15, 10)
+    assert locate(window, box, screen) is None  # not wholly in view
+    assert locate(window, box, screen, [(10.0, 10.0)]) == (100, 80)
+    assert locate(window, box, screen, [(47.0, 30.0)]) is None  # under the cover
+    assert locate(window, box, screen, [(10.0, 10.0), (47.0, 30.0)]) is None  # a drag's end
+
+
+def test_locate_around_a_point_refuses_a_cover_within_its_patch(window: Frame) -> None:
+    """A cover a few pixels beside the point: what the pointer lands on is not proven."""
+    box = window.opaque_box()
+    assert box is not None
+    screen = repaint(screen_frame(window, [(100, 80)]), 100 + 25, 80 + 20, (255, 0, 255))
+    assert locate(window, box, screen, [(30.0, 20.0)]) is None
+    assert locate(window, box, screen, [(30.0 + 20, 20.0)]) == (100, 80)
+
+
+def test_locate_around_a_point_refuses_a_point_on_a_corner(window: Frame) -> None:
+    """The point's own pixel is not opaque (a rounded corner): nothing shows it is the
+    window's."""
+    box = window.opaque_box()
+    assert box is not None
+    screen = screen_frame(window, [(100, 80)])
+    assert locate(window, box, screen, [(0.0, 0.0)]) is None
+
+
+def test_locate_around_a_point_still_finds_a_window_whose_best_row_is_covered(
+    window: Frame,
+) -> None:
+    box = window.opaque_box()
+    assert box is not None
+    row = needle_row(window, box)
+    screen = _cover(screen_frame(window, [(100, 80)]), 100, 80 + row, WIN_W, 1)
+    far = 5.0 if row > WIN_H // 2 else float(WIN_H - 5)
+    assert locate(window, box, screen, [(30.0, far)]) == (100, 80)

@@ -21,7 +21,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -103,15 +103,29 @@ class Frame:
         return bytes(out)
 
 
-def locate(window: Frame, box: Box, screen: Frame) -> tuple[int, int] | None:
+#: How far around a point (pixels each way) the window must show on the screen as it is, for
+#: pointer input there: whatever the pointer lands on is then the app's own pixels.
+PATCH: Final = 12
+#: The rows searched for, most distinctive first: one of them may be covered.
+NEEDLES: Final = 6
+
+
+def locate(
+    window: Frame,
+    box: Box,
+    screen: Frame,
+    points: Sequence[tuple[float, float]] = (),
+) -> tuple[int, int] | None:
     """Where the pixels of ``box`` in ``window`` (a window stream's frame) are in ``screen``
     (a monitor's frame); None when they are nowhere or in more than one place (then nothing
     proves which one is the window). Pure; the searching is ``bytes.find``, at C speed.
 
-    Every row is compared from its first to its last fully opaque pixel: the compositor draws
+    Rows are compared from their first to their last fully opaque pixel: the compositor draws
     a window's opaque pixels the same in both frames, and blends the rest (rounded corners)
-    with what lies behind. A window that is wholly in view is found; one covered by anything
-    (a menu, a notification, another window) or partly off the monitor is not."""
+    with what lies behind. Without ``points`` every row must match: the window is wholly in
+    view. With ``points`` (window coordinates) the rectangle of :data:`PATCH` pixels around
+    each must match, so that pointer input there lands on the app's own pixels, while a caret
+    blinking elsewhere, or the app's own popover over another part of it, does not matter."""
     w, h = box[2], box[3]
     if w > screen.width or h > screen.height:
         return None
@@ -119,37 +133,52 @@ def locate(window: Frame, box: Box, screen: Frame) -> tuple[int, int] | None:
     spans = window.opaque_spans(box)
     whole = screen.rgb((0, 0, screen.width, screen.height))
     stride, row = screen.width * 3, w * 3
-    # Searched for: of the rows with opaque pixels, the one whose opaque part has the most
-    # different byte values (a flat row would match across every flat stretch of the screen).
     rows = [r for r in range(h) if spans[r][1] > spans[r][0]]
     if not rows:
         return None
 
-    def variety(r: int) -> int:
+    def variety(r: int) -> int:  # a flat row would match across every flat stretch
         lo, hi = spans[r]
         return len(set(pixels[r * row + lo * 3 : r * row + hi * 3]))
 
-    middle = max(rows, key=variety)
-    lo, hi = spans[middle]
-    needle = pixels[middle * row + lo * 3 : middle * row + hi * 3]
-    found: tuple[int, int] | None = None
-    at = whole.find(needle)
-    while at >= 0:
-        sy, offset = divmod(at, stride)
-        sx = offset // 3 - lo
-        top = sy - middle
-        fits = at % 3 == 0 and sx >= 0 and sx + w <= screen.width
-        if (
-            fits
-            and top >= 0
-            and top + h <= screen.height
-            and _same(whole, pixels, spans, sx, top, stride, row)
-        ):
-            if found is not None:
-                return None  # twice on screen: cannot tell which
-            found = (sx, top)
-        at = whole.find(needle, at + 1)
-    return found
+    checked = spans if not points else _patches(spans, points, w, h)
+    if checked is None:
+        return None
+    found: set[tuple[int, int]] = set()
+    for middle in sorted(rows, key=variety, reverse=True)[: 1 if not points else NEEDLES]:
+        lo, hi = spans[middle]
+        needle = pixels[middle * row + lo * 3 : middle * row + hi * 3]
+        at = whole.find(needle)
+        while at >= 0:
+            sy, offset = divmod(at, stride)
+            sx, top = offset // 3 - lo, sy - middle
+            inside = sx >= 0 and sx + w <= screen.width and top >= 0 and top + h <= screen.height
+            if at % 3 == 0 and inside and _same(whole, pixels, checked, sx, top, stride, row):
+                found.add((sx, top))
+            at = whole.find(needle, at + 1)
+        if found:
+            break
+    return found.pop() if len(found) == 1 else None  # twice on screen: cannot tell which
+
+
+def _patches(
+    spans: list[tuple[int, int]], points: Sequence[tuple[float, float]], w: int, h: int
+) -> list[tuple[int, int]] | None:
+    """Per row, the columns to compare: the opaque part of the rectangles around ``points``
+    (``(0, 0)`` elsewhere); None when a point's own pixel is not opaque (a corner, a shadow:
+    nothing shows that the window is there)."""
+    out = [(0, 0)] * h
+    for px, py in points:
+        x, y = int(px), int(py)
+        lo_x, hi_x = max(0, x - PATCH), min(w, x + PATCH + 1)
+        if not (0 <= y < h and spans[y][0] <= x < spans[y][1]):
+            return None
+        for r in range(max(0, y - PATCH), min(h, y + PATCH + 1)):
+            lo, hi = max(lo_x, spans[r][0]), min(hi_x, spans[r][1])
+            if hi > lo:
+                was = out[r]
+                out[r] = (lo, hi) if was == (0, 0) else (min(lo, was[0]), max(hi, was[1]))
+    return out
 
 
 def _same(

@@ -180,14 +180,20 @@ async def _node_of(queue: Any, path: str) -> int:
     raise SeatUnavailable("the compositor announced no stream for the focused window")
 
 
-async def screen_cast_only(bus: SessionBus) -> tuple[DBusAddress, Stream]:
-    """A screen-cast session on its own (for pictures, no input) recording the focus window;
-    the caller stops it with :func:`stop_screen_cast`."""
+async def screen_cast_only(
+    bus: SessionBus, *, monitor: bool = False
+) -> tuple[DBusAddress, Stream]:
+    """A screen-cast session on its own (for pictures, no input) recording the focus window,
+    or with ``monitor`` the primary monitor; the caller stops it with
+    :func:`stop_screen_cast`."""
     (path,) = await bus.call(_SC, "CreateSession", "a{sv}", ({},))
     session = DBusAddress(path, SC_NAME, _SC_SESSION)
     try:
         with bus.router.filter(_ADDED) as queue:
-            (stream_path,) = await bus.call(session, "RecordWindow", "a{sv}", ({},))
+            if monitor:
+                (stream_path,) = await bus.call(session, "RecordMonitor", "sa{sv}", ("", {}))
+            else:
+                (stream_path,) = await bus.call(session, "RecordWindow", "a{sv}", ({},))
             await bus.call(session, "Start")
             return session, Stream(stream_path, await _node_of(queue, stream_path))
     except BaseException:

@@ -237,14 +237,14 @@ class WaylandScreen:
             if not points:
                 corner = (0, 0)
                 break
-            corner = await self._on_monitor(portal, frame, box)
+            corner = await self._on_monitor(portal, frame, box, points)
             if corner is not None:
                 break
         if corner is None:
             raise progress.stopped(
                 "target_changed",
-                "the app's window is not wholly in view on the shared screen (covered or "
-                f"partly off it), so {what} could land elsewhere",
+                "the app's window does not show on the shared screen where the pointer would "
+                f"go (covered there, or off the screen), so {what} could land elsewhere",
             )
         guard.sending.set()
         try:
@@ -275,6 +275,11 @@ class WaylandScreen:
         try:
             box = _proven(frame, guard, progress, what)
             _inside(box, points)
+            if points:
+                # The pointer is placed inside the window, but a window kept above it there
+                # (always on top, a notification) would take the click: the window must be
+                # shown as it is around the point, found pixel for pixel on the monitor.
+                await self._in_view(frame, box, points, guard, progress, what)
             guard.sending.set()
             await warm_up(remote)
             yield remote, (box[0], box[1])
@@ -282,6 +287,42 @@ class WaylandScreen:
             raise ScreenUnavailable(
                 f"the compositor's remote-desktop session failed: {exc}"
             ) from None
+
+    async def _in_view(
+        self,
+        frame: frames.Frame,
+        box: tuple[int, int, int, int],
+        points: Sequence[tuple[float, float]],
+        guard: Guard,
+        progress: Progress,
+        what: str,
+    ) -> None:
+        """The proven window (``box`` of ``frame``) shows on the primary monitor as it is
+        around each of ``points`` (:func:`.frames.locate`), asked again with new frames as the
+        portal's path does."""
+        bus = await self._session_bus()
+        for attempt in range(LOCATE_ATTEMPTS):
+            if attempt:
+                frame = await self._focus_frame()
+                box = _proven(frame, guard, progress, what)
+            try:
+                session, stream = await screen_cast_only(bus, monitor=True)
+            except SeatUnavailable as exc:
+                raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
+            try:
+                screen = await frames.settled(stream.node, self.env, quiet=0.0, limit=0.0)
+            except frames.FrameUnavailable:
+                continue
+            finally:
+                with trio.CancelScope(shield=True):
+                    await stop_screen_cast(bus, session)
+            if await trio.to_thread.run_sync(frames.locate, frame, box, screen, points):
+                return
+        raise progress.stopped(
+            "target_changed",
+            "the app's window does not show on the screen where the pointer would go (covered "
+            f"there, or off the screen), so {what} could land elsewhere",
+        )
 
     async def _portal_session(self) -> PortalSession:
         """The portal session, asked for once (the person answers the desktop's dialog; a
@@ -317,11 +358,15 @@ class WaylandScreen:
         return asking.session
 
     async def _on_monitor(
-        self, portal: PortalSession, frame: frames.Frame, box: tuple[int, int, int, int]
+        self,
+        portal: PortalSession,
+        frame: frames.Frame,
+        box: tuple[int, int, int, int],
+        points: Sequence[tuple[float, float]],
     ) -> tuple[int, int] | None:
         """Where the app's window (``box`` of ``frame``) is in the shared monitor's stream;
-        None when its pixels are not there as they are in ``frame`` (covered, partly off the
-        screen, or drawn anew between the two frames: a blinking caret)."""
+        None when its pixels around ``points`` are not there as they are in ``frame``
+        (covered, off the screen, or drawn anew between the two frames: a blinking caret)."""
         fd = await portal.pipewire_fd()
         try:
             screen = await frames.settled(
@@ -331,7 +376,7 @@ class WaylandScreen:
             return None  # asked again with a new pair of frames
         finally:
             os.close(fd)
-        return await trio.to_thread.run_sync(lambda: frames.locate(frame, box, screen))
+        return await trio.to_thread.run_sync(frames.locate, frame, box, screen, points)
 
     async def _proof_session(self) -> tuple[RemoteSession, frames.Frame]:
         """A started remote-desktop session and a frame of its focus-window stream (a new
