@@ -24,13 +24,12 @@ from deskhand_d import paths
 from deskhand_d.backends.atspi.frames import Frame, locate, size_from_caps
 from deskhand_d.backends.atspi.portal import (
     PortalDeclined,
-    Shared,
     read_token,
     shared_monitor,
     token_path,
     write_token,
 )
-from deskhand_d.backends.atspi.remote import SeatUnavailable
+from deskhand_d.backends.atspi.remote import Monitor, SeatUnavailable
 from deskhand_d.backends.atspi.verify import Expectation, judge
 from deskhand_d.backends.atspi.wlscreen import (
     _inside,
@@ -486,12 +485,12 @@ def _started(devices: int | None = 3, streams: list[Any] | None = None) -> dict[
 
 
 def test_shared_monitor_reads_the_stream() -> None:
-    assert shared_monitor(_started()) == Shared(37, (0, 0), (1280, 900))
+    assert shared_monitor(_started()) == Monitor(37, (0, 0), (1280, 900))
 
 
 def test_shared_monitor_keeps_the_monitors_place() -> None:
     streams = [(51, {"position": ("(ii)", (1920, -200)), "size": ("(ii)", (2560, 1440))})]
-    assert shared_monitor(_started(streams=streams)) == Shared(51, (1920, -200), (2560, 1440))
+    assert shared_monitor(_started(streams=streams)) == Monitor(51, (1920, -200), (2560, 1440))
 
 
 def test_shared_monitor_takes_the_first_stream() -> None:

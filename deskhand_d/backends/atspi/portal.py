@@ -18,14 +18,13 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from jeepney import DBusAddress, HeaderFields, MatchRule
 
 from ... import paths
-from .remote import SeatUnavailable, SessionBus
+from .remote import Monitor, SeatUnavailable, SessionBus
 
 PORTAL: Final = "org.freedesktop.portal.Desktop"
 _PATH: Final = "/org/freedesktop/portal/desktop"
@@ -43,15 +42,6 @@ _TOKENS = itertools.count(1)
 
 class PortalDeclined(SeatUnavailable):
     """The person said no in the portal's dialog (or closed it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Shared:
-    """The monitor the person shared: its PipeWire node and where it sits on the desktop."""
-
-    node: int
-    position: tuple[int, int]
-    size: tuple[int, int]
 
 
 def token_path(env: Mapping[str, str]) -> Path:
@@ -83,7 +73,7 @@ def write_token(path: Path, token: str) -> None:
     os.replace(scratch, path)
 
 
-def shared_monitor(results: Mapping[str, Any]) -> Shared:
+def shared_monitor(results: Mapping[str, Any]) -> Monitor:
     """The monitor stream out of ``Start``'s results. Pure.
 
     Raises:
@@ -99,14 +89,16 @@ def shared_monitor(results: Mapping[str, Any]) -> Shared:
     for node, props in streams:
         position = props.get("position", ("(ii)", (0, 0)))[1]
         size = props.get("size", ("(ii)", (0, 0)))[1]
-        return Shared(int(node), (int(position[0]), int(position[1])), (int(size[0]), int(size[1])))
+        return Monitor(
+            int(node), (int(position[0]), int(position[1])), (int(size[0]), int(size[1]))
+        )
     raise SeatUnavailable("the desktop's dialog shared no screen")
 
 
 class PortalSession:
     """A started portal session: input and the shared monitor (see the module notes)."""
 
-    def __init__(self, bus: SessionBus, handle: str, monitor: Shared, *, remembered: bool) -> None:
+    def __init__(self, bus: SessionBus, handle: str, monitor: Monitor, *, remembered: bool) -> None:
         self.bus = bus
         self.handle = handle
         self.monitor = monitor
@@ -151,7 +143,7 @@ class PortalSession:
                 pass  # the session works; only the next start asks the person again
         return cls(bus, handle, monitor, remembered=remembered)
 
-    async def pipewire_fd(self) -> int:
+    async def pipewire_fd(self) -> int | None:
         """A PipeWire remote that can read the shared stream (the caller closes it)."""
         (fd,) = await self.bus.call(_SC, "OpenPipeWireRemote", "oa{sv}", (self.handle, {}))
         return int(fd.to_raw_fd())

@@ -3,16 +3,18 @@
 What this owns: one connection to the session bus and, over it, Mutter's
 ``org.gnome.Mutter.RemoteDesktop`` session (keys by keysym, pointer buttons, wheel steps,
 absolute pointer motion inside a stream) linked with an ``org.gnome.Mutter.ScreenCast``
-session whose streams record the window that has the keyboard focus (``RecordWindow`` without
-a window id records the compositor's focus window: the one place the compositor says which
-window keys go to). Each stream announces its PipeWire node in ``PipeWireStreamAdded``.
+session recording the primary monitor, whose stream pointer motion is measured in; and
+screen casts on their own (:func:`screen_cast_only`) that record the window that has the
+keyboard focus (``RecordWindow`` without a window id records the compositor's focus window:
+the one place the compositor says which window keys go to) or a monitor. Each stream
+announces its PipeWire node in ``PipeWireStreamAdded``.
 
 The compositor adds a session's virtual keyboard and pointer while their first events already
 arrive: the first key of a new session never reached GTK windows (6 of 6), typing right
 after an app started lost the first three key events, and a click right after the first
-pointer motion was lost in about half of the sessions. So :func:`warm_up`
-presses and releases Shift, which does nothing by itself, and :func:`point_at`
-moves the pointer, each followed by :data:`WAKE_S` before the first real event.
+pointer motion was lost in about half of the sessions. So :func:`warm_up` presses and
+releases Shift, which does nothing by itself, and :func:`point_at` moves the pointer, each
+followed by :data:`WAKE_S` before the first real event.
 
 Errors: :class:`SeatUnavailable` when the compositor offers no such API (not GNOME, an old
 Mutter, a session bus that refuses us) or a call fails.
@@ -46,6 +48,15 @@ BUTTONS: Final = {"left": 0x110, "right": 0x111, "middle": 0x112}
 
 class SeatUnavailable(Exception):
     """The compositor's remote-desktop API cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Monitor:
+    """A monitor's screen-cast stream: its PipeWire node and where the monitor sits."""
+
+    node: int
+    position: tuple[int, int]
+    size: tuple[int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,20 +117,20 @@ class SessionBus:
 
 class RemoteSession:
     """A started Mutter remote-desktop session, with its linked screen cast recording the
-    window that had the keyboard focus when it started (``stream``). Streams added to a
-    session that already runs are never started, so each proof of the focus is a session."""
+    primary monitor (pointer motion is measured in that stream)."""
 
-    def __init__(self, bus: SessionBus, rd: DBusAddress, stream: Stream) -> None:
+    def __init__(self, bus: SessionBus, rd: DBusAddress, stream: Stream, monitor: Monitor) -> None:
         self.bus = bus
         self._rd = rd
         self.stream = stream
+        self.monitor = monitor
         self.warm = False
         self.closed = False
 
     @classmethod
     async def start(cls, bus: SessionBus) -> RemoteSession:
-        """Create both sessions, record the focus window and start them (nothing is sent to
-        any app)."""
+        """Create both sessions, record the primary monitor and start them (nothing is sent
+        to any app)."""
         (rd_path,) = await bus.call(_RD, "CreateSession")
         rd = DBusAddress(rd_path, RD_NAME, _RD_SESSION)
         try:
@@ -129,9 +140,10 @@ class RemoteSession:
             )
             sc = DBusAddress(sc_path, SC_NAME, _SC_SESSION)
             with bus.router.filter(_ADDED) as queue:
-                (path,) = await bus.call(sc, "RecordWindow", "a{sv}", ({},))
+                (path,) = await bus.call(sc, "RecordMonitor", "sa{sv}", ("", {}))
                 await bus.call(rd, "Start")
                 node = await _node_of(queue, path)
+            params = await bus.get(DBusAddress(path, SC_NAME, _SC_STREAM), "Parameters")
         except BaseException:
             with trio.CancelScope(shield=True):
                 try:
@@ -139,13 +151,20 @@ class RemoteSession:
                 except SeatUnavailable:
                     pass
             raise
-        return cls(bus, rd, Stream(path, node))
+        position = params.get("position", ("(ii)", (0, 0)))[1]
+        size = params.get("size", ("(ii)", (0, 0)))[1]
+        monitor = Monitor(node, (int(position[0]), int(position[1])), (int(size[0]), int(size[1])))
+        return cls(bus, rd, Stream(path, node), monitor)
+
+    async def pipewire_fd(self) -> int | None:
+        """None: Mutter's streams are read through the session's own PipeWire."""
+        return None
 
     async def key(self, keysym: int, down: bool) -> None:
         await self.bus.call(self._rd, "NotifyKeyboardKeysym", "ub", (keysym, down))
 
     async def move(self, x: float, y: float) -> None:
-        """The pointer to ``(x, y)`` of :attr:`stream` (the compositor places it on screen)."""
+        """The pointer to ``(x, y)`` of the monitor's stream."""
         await self.bus.call(
             self._rd, "NotifyPointerMotionAbsolute", "sdd", (self.stream.path, x, y)
         )
@@ -180,9 +199,7 @@ async def _node_of(queue: Any, path: str) -> int:
     raise SeatUnavailable("the compositor announced no stream for the focused window")
 
 
-async def screen_cast_only(
-    bus: SessionBus, *, monitor: bool = False
-) -> tuple[DBusAddress, Stream]:
+async def screen_cast_only(bus: SessionBus, *, monitor: bool = False) -> tuple[DBusAddress, Stream]:
     """A screen-cast session on its own (for pictures, no input) recording the focus window,
     or with ``monitor`` the primary monitor; the caller stops it with
     :func:`stop_screen_cast`."""

@@ -14,26 +14,26 @@ chord) a new stream of the focus window is recorded and one frame of it read:
 * the window painted there must have the size of one of the app's own windows (from its
   accessibility tree), and no other app may show a window of that size (``Guard.twins``);
   otherwise nothing is sent (``InputStopped``, ``target_changed``);
-* pointer input is placed inside that same stream: the compositor maps the stream's pixels to
-  the window wherever it is on the screen, so a point in the app's screenshot (which is that
-  window's frame, cropped to the window) lands on that pixel of that window.
+* pointer input is placed through a stream of the whole monitor: the window's pixels are
+  found there (:func:`.frames.locate`), and the pixels around each point must show there as
+  they are in the window's own frame, so that what the pointer lands on is the app's window
+  (not a window kept above it, nor a place off the screen).
 
 Screenshots are the same picture: the focus window's frame, when it is one of the app's
-windows. An app whose window is not focused has no screenshot (nothing proves which window a
-picture would show); its tree still reads, and clicks by index still work through the
-accessibility actions.
+windows, once its stream has gone quiet. An app whose window is not focused has no
+screenshot (nothing proves which window a picture would show); its tree still reads, and
+clicks by index still work through the accessibility actions.
 
-Two ways to send input (``DESKHAND_WAYLAND_INPUT``, set from ``backend.wayland_input``):
+The remote-desktop session (keys, buttons, wheel steps, pointer motion in its monitor's
+stream) is started once and kept, one of two kinds (``DESKHAND_WAYLAND_INPUT``, set from
+``backend.wayland_input``):
 
-* ``portal`` (the default): the desktop portal's remote-desktop session (:mod:`.portal`),
-  which the person approves in the desktop's own dialog, sharing one monitor. The focused
-  window is proven as above (through GNOME's screen cast, which needs no dialog of its own);
-  pointer input is placed where that window's pixels are found in the shared monitor's
-  stream (:func:`.frames.locate`), so a window that is covered or partly off screen is not
-  clicked.
-* ``mutter``: GNOME's own remote-desktop interface (:mod:`.remote`), which asks no one, so
-  only where the person chose it (and in tests). Each batch is a session of its own, whose
-  linked screen cast records the focused window: pointer input is placed in that stream.
+* ``portal`` (the default): the desktop portal's (:mod:`.portal`), which the person approves
+  in the desktop's own dialog, sharing one monitor. The focused window is still proven
+  through GNOME's screen cast, which needs no dialog of its own; without it (KDE Plasma)
+  nothing is asked and nothing sent.
+* ``mutter``: GNOME's own (:mod:`.remote`), which asks no one, so only where the person chose
+  it (and in tests); it shares the primary monitor.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from . import frames, png
 from .portal import PortalSession
 from .remote import (
     BUTTONS,
+    Monitor,
     RemoteSession,
     SeatUnavailable,
     SessionBus,
@@ -131,10 +132,17 @@ def _proven(
     return box
 
 
-class Sender(Protocol):
-    """A remote-desktop session as the input code uses it (Mutter's or the portal's)."""
+class Seat(Protocol):
+    """A remote-desktop session as the input code uses it (Mutter's or the portal's): input,
+    and the monitor stream its pointer motion is measured in."""
 
     warm: bool
+    closed: bool
+    monitor: Monitor
+
+    async def pipewire_fd(self) -> int | None: ...
+
+    async def stop(self) -> None: ...
 
     async def key(self, keysym: int, down: bool) -> None: ...
 
@@ -182,8 +190,7 @@ class WaylandScreen:
         self._nursery: trio.Nursery | None = None
         self._bus: SessionBus | None = None
         self._lock = trio.Lock()
-        self._portal: PortalSession | None = None
-        self._call_remote: RemoteSession | None = None  # Mutter's, for the call in progress
+        self._seat: Seat | None = None
         self._asking: _Asking | None = None
 
     def attach(self, nursery: trio.Nursery) -> None:
@@ -207,7 +214,7 @@ class WaylandScreen:
         what: str,
         *,
         points: Sequence[tuple[float, float]] = (),
-    ) -> AsyncIterator[tuple[Sender, tuple[int, int]]]:
+    ) -> AsyncIterator[tuple[Seat, tuple[int, int]]]:
         """Input for one batch, once the focused window is proven to be one of the app's (see
         the module notes): the sender, and where the window's top-left corner is in the
         stream its pointer motion is measured in (found on the portal only for pointer input,
@@ -220,15 +227,11 @@ class WaylandScreen:
         """
         if not process_alive(guard.pid):
             raise progress.stopped("target_gone", f"the app (process {guard.pid}) has exited")
-        if self.input == "mutter":
-            async with self._mutter_batch(guard, progress, what, points) as ready:
-                yield ready
-            return
-        if self._portal is None:
+        if self._seat is None:
             # Nothing is asked of the person on a desktop where the answer could not be used
             # (no GNOME screen cast to prove the focus): this fails first there.
             await self._focus_frame()
-        portal = await self._portal_session()
+        seat = await self._seat_session()
         corner: tuple[int, int] | None = None
         for _ in range(LOCATE_ATTEMPTS):
             frame = await self._focus_frame()
@@ -237,98 +240,39 @@ class WaylandScreen:
             if not points:
                 corner = (0, 0)
                 break
-            corner = await self._on_monitor(portal, frame, box, points)
+            corner = await self._on_monitor(seat, frame, box, points)
             if corner is not None:
                 break
         if corner is None:
             raise progress.stopped(
                 "target_changed",
-                "the app's window does not show on the shared screen where the pointer would "
-                f"go (covered there, or off the screen), so {what} could land elsewhere",
+                "the app's window does not show on the screen where the pointer would go "
+                f"(covered there, or off the screen), so {what} could land elsewhere",
             )
         guard.sending.set()
         try:
-            await warm_up(portal)
-            yield portal, corner
+            await warm_up(seat)
+            yield seat, corner
         except SeatUnavailable as exc:
-            await portal.stop()  # a fresh session (and the person's say) next time
-            raise ScreenUnavailable(f"the portal's remote-desktop session failed: {exc}") from None
+            await seat.stop()  # a fresh session next time (through the portal: a new say)
+            raise ScreenUnavailable(f"the remote-desktop session failed: {exc}") from None
 
-    @asynccontextmanager
-    async def _mutter_batch(
-        self,
-        guard: Guard,
-        progress: Progress,
-        what: str,
-        points: Sequence[tuple[float, float]],
-    ) -> AsyncIterator[tuple[Sender, tuple[int, int]]]:
-        """The call's remote-desktop session (started by its first batch, whose proof is a
-        frame of the session's own focus-window stream, the one its pointer motion is measured
-        in); later batches of the same call (typing) are proven by a screen cast of their own.
-        :meth:`send` stops the session when the call ends."""
-        remote = self._call_remote
-        if remote is None:
-            remote, frame = await self._proof_session()
-            self._call_remote = remote
-        else:
-            frame = await self._focus_frame()
-        try:
-            box = _proven(frame, guard, progress, what)
-            _inside(box, points)
-            if points:
-                # The pointer is placed inside the window, but a window kept above it there
-                # (always on top, a notification) would take the click: the window must be
-                # shown as it is around the point, found pixel for pixel on the monitor.
-                await self._in_view(frame, box, points, guard, progress, what)
-            guard.sending.set()
-            await warm_up(remote)
-            yield remote, (box[0], box[1])
-        except SeatUnavailable as exc:
-            raise ScreenUnavailable(
-                f"the compositor's remote-desktop session failed: {exc}"
-            ) from None
-
-    async def _in_view(
-        self,
-        frame: frames.Frame,
-        box: tuple[int, int, int, int],
-        points: Sequence[tuple[float, float]],
-        guard: Guard,
-        progress: Progress,
-        what: str,
-    ) -> None:
-        """The proven window (``box`` of ``frame``) shows on the primary monitor as it is
-        around each of ``points`` (:func:`.frames.locate`), asked again with new frames as the
-        portal's path does."""
-        bus = await self._session_bus()
-        for attempt in range(LOCATE_ATTEMPTS):
-            if attempt:
-                frame = await self._focus_frame()
-                box = _proven(frame, guard, progress, what)
+    async def _seat_session(self) -> Seat:
+        """The remote-desktop session, started once and kept: GNOME's own (``mutter``), or the
+        portal's, asked for once (the person answers the desktop's dialog; a call waits
+        :data:`APPROVAL_WAIT_S` for that, and a later call finds the answer)."""
+        if self._seat is not None and not self._seat.closed:
+            return self._seat
+        if self.input == "mutter":
+            bus = await self._session_bus()
             try:
-                session, stream = await screen_cast_only(bus, monitor=True)
+                self._seat = await RemoteSession.start(bus)
             except SeatUnavailable as exc:
-                raise ScreenUnavailable(f"the compositor offers no screen cast ({exc})") from None
-            try:
-                screen = await frames.settled(stream.node, self.env, quiet=0.0, limit=0.0)
-            except frames.FrameUnavailable:
-                continue
-            finally:
-                with trio.CancelScope(shield=True):
-                    await stop_screen_cast(bus, session)
-            if await trio.to_thread.run_sync(frames.locate, frame, box, screen, points):
-                return
-        raise progress.stopped(
-            "target_changed",
-            "the app's window does not show on the screen where the pointer would go (covered "
-            f"there, or off the screen), so {what} could land elsewhere",
-        )
-
-    async def _portal_session(self) -> PortalSession:
-        """The portal session, asked for once (the person answers the desktop's dialog; a
-        call waits :data:`APPROVAL_WAIT_S` for that, and a later call finds the answer)."""
-        if self._portal is not None and not self._portal.closed:
-            return self._portal
+                raise ScreenUnavailable(
+                    f"GNOME's remote-desktop interface is unavailable ({exc}); it exists only "
+                    "under GNOME's compositor (Mutter)"
+                ) from None
+            return self._seat
         if self._asking is None:
             bus = await self._session_bus()
             self._asking = asking = _Asking()
@@ -354,50 +298,28 @@ class WaylandScreen:
         self._asking = None
         if asking.session is None:
             raise ScreenUnavailable(f"the desktop's remote-desktop portal: {asking.problem}")
-        self._portal = asking.session
+        self._seat = asking.session
         return asking.session
 
     async def _on_monitor(
         self,
-        portal: PortalSession,
+        seat: Seat,
         frame: frames.Frame,
         box: tuple[int, int, int, int],
         points: Sequence[tuple[float, float]],
     ) -> tuple[int, int] | None:
-        """Where the app's window (``box`` of ``frame``) is in the shared monitor's stream;
+        """Where the app's window (``box`` of ``frame``) is in the session's monitor stream;
         None when its pixels around ``points`` are not there as they are in ``frame``
         (covered, off the screen, or drawn anew between the two frames: a blinking caret)."""
-        fd = await portal.pipewire_fd()
+        fd = await seat.pipewire_fd()
         try:
-            screen = await frames.settled(
-                portal.monitor.node, self.env, quiet=0.0, limit=0.0, fd=fd
-            )
+            screen = await frames.settled(seat.monitor.node, self.env, quiet=0.0, limit=0.0, fd=fd)
         except frames.FrameUnavailable:
             return None  # asked again with a new pair of frames
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         return await trio.to_thread.run_sync(frames.locate, frame, box, screen, points)
-
-    async def _proof_session(self) -> tuple[RemoteSession, frames.Frame]:
-        """A started remote-desktop session and a frame of its focus-window stream (a new
-        session when a stream gives no frame, see :data:`~.frames.GRAB_TIMEOUT_S`)."""
-        bus = await self._session_bus()
-        for attempt in range(GRAB_ATTEMPTS):
-            try:
-                remote = await RemoteSession.start(bus)
-            except SeatUnavailable as exc:
-                raise ScreenUnavailable(
-                    f"GNOME's remote-desktop interface is unavailable ({exc}); it exists only "
-                    "under GNOME's compositor (Mutter)"
-                ) from None
-            try:
-                return remote, await self._grab(remote.stream)
-            except ScreenUnavailable:
-                with trio.CancelScope(shield=True):
-                    await remote.stop()
-                if attempt == GRAB_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
 
     # --- what X11 alone can do ----------------------------------------------------------------
 
@@ -510,13 +432,7 @@ class WaylandScreen:
         if method is None:
             raise ScreenUnavailable(f"{what} is not available on Wayland")
         async with self._lock:
-            try:
-                await method(guard, *args, **options)
-            finally:
-                remote, self._call_remote = self._call_remote, None
-                if remote is not None:
-                    with trio.CancelScope(shield=True):
-                        await remote.stop()
+            await method(guard, *args, **options)
 
     def _window_point(self, guard: Guard, x: float, y: float) -> tuple[float, float]:
         return x - guard.origin[0], y - guard.origin[1]
@@ -588,9 +504,9 @@ class WaylandScreen:
                 progress.done += len(batch)
 
     async def aclose(self) -> None:
-        if self._portal is not None:
+        if self._seat is not None:
             with trio.CancelScope(shield=True):
-                await self._portal.stop()
+                await self._seat.stop()
         if self._bus is not None:
             with trio.CancelScope(shield=True):
                 await self._bus.aclose()
@@ -600,7 +516,7 @@ class WaylandScreen:
         """Nothing to close synchronously: :meth:`aclose` ends the sessions."""
 
 
-async def _chord(remote: Sender, held: Sequence[int], keys: Sequence[int]) -> None:
+async def _chord(remote: Seat, held: Sequence[int], keys: Sequence[int]) -> None:
     """Tap each of ``keys`` while ``held`` are down; every key pressed is released, even when
     the call is cancelled part-way."""
     down: list[int] = []
