@@ -41,7 +41,7 @@ from .model import APPLICATION, Node, Ref
 from .notes import Withheld, describe_exit
 from .reaper import Reaper, become_subreaper
 from .screen import Screen, Seat
-from .settle import LIMITS, WAYLAND_LIMITS, Settler, lags
+from .settle import LIMITS, MUTTER_LIMITS, WAYLAND_LIMITS, Settler, lags
 from .switch import Switch
 from .walk import DEFAULT_BUDGET, Facts, load_cache, read_tree
 from .wlscreen import WaylandScreen
@@ -250,7 +250,9 @@ class Backend:
         self._bus = Bus(nursery, self.env)
         self.screen.attach(nursery)
         become_subreaper()  # launched apps' own children are ours to reap (see .reaper)
-        base = LIMITS if self.screen.kind == "x11" else WAYLAND_LIMITS
+        base = LIMITS
+        if isinstance(self.screen, WaylandScreen):
+            base = MUTTER_LIMITS if self.screen.input == "mutter" else WAYLAND_LIMITS
         limits = dataclasses.replace(base, fallback_settle=self.settle)
         self._settler = Settler(self.env, self._bus, self.screen, nursery, limits)
 

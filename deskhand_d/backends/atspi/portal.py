@@ -104,6 +104,7 @@ class PortalSession:
         self.monitor = monitor
         self.remembered = remembered
         self.warm = False
+        self.pointed = False
         self.closed = False
 
     @classmethod

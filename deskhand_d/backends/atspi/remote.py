@@ -125,6 +125,7 @@ class RemoteSession:
         self.stream = stream
         self.monitor = monitor
         self.warm = False
+        self.pointed = False
         self.closed = False
 
     @classmethod
@@ -239,6 +240,7 @@ async def offered(bus: SessionBus) -> dict[str, int]:
 
 class _Sender(Protocol):
     warm: bool
+    pointed: bool
 
     async def key(self, keysym: int, down: bool) -> None: ...
 

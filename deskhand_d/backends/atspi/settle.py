@@ -61,10 +61,12 @@ class Limits:
 LIMITS: Final = Limits()
 #: On Wayland input reaches the app through the compositor (and, on the portal path, through
 #: two portal processes first) some time after the calls that sent it returned, and no app
-#: can be asked whether it has read it yet (X11's ping): the last of several keys was seen
-#: arriving after the first ones had gone quiet for 20 ms (1 in 4 portal runs). A longer
-#: quiet and first-reaction wait cover that hop.
+#: can be asked whether it has read it yet (X11's ping): through the portal the last of
+#: several keys was seen arriving after the first ones had gone quiet for 20 ms (1 in 4
+#: runs). A longer quiet and first-reaction wait cover that hop; GNOME's own interface, one
+#: hop, needs less.
 WAYLAND_LIMITS: Final = Limits(react=0.3, quiet=0.15)
+MUTTER_LIMITS: Final = Limits(react=0.15, quiet=0.05)
 _RETRY_DAMAGE_S: Final = 5.0  # after the display refused damage, ask again this much later
 
 

@@ -137,6 +137,7 @@ class Seat(Protocol):
     and the monitor stream its pointer motion is measured in."""
 
     warm: bool
+    pointed: bool
     closed: bool
     monitor: Monitor
 
