@@ -33,7 +33,7 @@ from .bus import Bus, BusError, BusTimeout, CallFailed, Gone, one_error
 from .model import ACTION, COMPONENT, EDITABLE_TEXT, TEXT, VALUE, Node, Ref, click_is_delayed
 from .roles import Role, State
 from .screen import ScreenUnavailable, Seat, centre, to_screen
-from .x11guard import Guard
+from .x11guard import Guard, InputStopped
 
 if TYPE_CHECKING:
     from .x11 import X11
@@ -245,9 +245,10 @@ async def click_element(
 
 async def _press_with_pointer(target: Target, node: Node) -> bool:
     """A left click at the centre of ``node`` through the pointer, when it provably lands on
-    that element in the app's own window (:meth:`~.x11.X11.press_in_window`); False, with
-    nothing sent, when it cannot be shown to. Both rectangles are the toolkit's, relative to
-    the window (GTK 4 knows no other); the X server says where the window is."""
+    that element in the app's own window (:meth:`~.x11.X11.press_in_window`; on Wayland the
+    compositor's proofs, :func:`_press_through_compositor`); False, with nothing sent, when it
+    cannot be shown to. Both rectangles are the toolkit's, relative to the window (GTK 4 knows
+    no other); the X server (the compositor) says where the window is."""
     guard, window = target.guard, target.window
     if guard is None or window is None or COMPONENT not in node.interfaces:
         return False
@@ -268,6 +269,8 @@ async def _press_with_pointer(target: Target, node: Node) -> bool:
     if walked is None or got["element"] != (walked[0] - x, walked[1] - y, walked[2], walked[3]):
         return False  # it moved since the tree that placed it was read
     size = got["window"][2], got["window"][3]
+    if target.screen.kind != "x11":
+        return await _press_through_compositor(target, guard, got["element"])
 
     def press(display: X11) -> bool:
         return display.press_in_window(size, got["element"], guard, guard.sending)
@@ -278,6 +281,29 @@ async def _press_with_pointer(target: Target, node: Node) -> bool:
         if guard.sending.is_set():  # the click may have gone out: never press a second time
             raise ToolError(input_unavailable(target.screen, str(exc))) from None
         return False
+
+
+async def _press_through_compositor(
+    target: Target, guard: Guard, box: tuple[int, int, int, int]
+) -> bool:
+    """:func:`_press_with_pointer` on Wayland: the seat proves the focused window is the
+    app's and that the window shows as it is around the point (see :mod:`.wlscreen`); False,
+    with nothing sent, where it cannot, or where the seat would first have to ask the person
+    (a click by index does not need it: the element's own action is used instead)."""
+    if not target.screen.input_ready():
+        return False
+    x, y = to_screen(target.origin, *centre(box))
+    try:
+        await target.screen.send("click", x, y, "left", 1, guard=guard)
+    except InputStopped as exc:
+        if exc.done == 0 and not guard.sending.is_set():
+            return False
+        raise
+    except (ScreenUnavailable, ValueError) as exc:
+        if guard.sending.is_set():  # the click may have gone out: never press a second time
+            raise ToolError(input_unavailable(target.screen, str(exc))) from None
+        return False
+    return True
 
 
 #: How long a chosen menu item may take to close its menu (GTK closes it, then runs it).

@@ -29,10 +29,11 @@ import trio
 
 Box = tuple[int, int, int, int]
 
-#: How long the first frame may take to arrive (about 0.05 s on an idle machine). A stream of
-#: a window that has just opened sometimes never produces one (1 in about 15 right after an
-#: app started); a new stream does, so callers ask again rather than wait long.
-GRAB_TIMEOUT_S: Final = 3.0
+#: How long the first frame may take to arrive (about 0.05 s on an idle machine). A new
+#: stream of a window sometimes sends none until the window is drawn again (1 in about 15,
+#: more right after an app started); another new stream does, so callers ask again rather
+#: than wait long.
+GRAB_TIMEOUT_S: Final = 1.0
 GST_LAUNCH: Final = "gst-launch-1.0"
 _CAPS: Final = re.compile(r"width=\(int\)(\d+), height=\(int\)(\d+)")
 _OPAQUE: Final = 0xFF

@@ -100,6 +100,8 @@ class Seat(Protocol):
 
     async def send(self, what: str, *args: Any, guard: Guard | None, **options: Any) -> None: ...
 
+    def input_ready(self) -> bool: ...
+
     async def screenshot(
         self, extents: tuple[int, int, int, int], *, input_age: float | None = None
     ) -> bytes | None: ...
@@ -124,6 +126,10 @@ class Screen:
 
     def attach(self, nursery: trio.Nursery) -> None:
         """Nothing to start: the display is opened in a worker thread when first used."""
+
+    def input_ready(self) -> bool:
+        """X11 input needs no one's say: always."""
+        return True
 
     async def send(self, what: str, *args: Any, guard: Guard | None, **options: Any) -> None:
         """Run the :class:`~.x11.X11` input method ``what`` under ``guard`` (see

@@ -76,7 +76,7 @@ INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
 INPUT_KINDS: Final = ("portal", "mutter")
 #: Characters typed between two proofs of the focused window.
 TYPE_BATCH: Final = 64  # as X11's batches: a proof costs a frame of the focused window
-GRAB_ATTEMPTS: Final = 3
+GRAB_ATTEMPTS: Final = 4
 #: Pairs of frames (the focused window, the shared monitor) taken to find the window: a caret
 #: that blinks between the two makes one pair disagree.
 LOCATE_ATTEMPTS: Final = 3
@@ -197,6 +197,11 @@ class WaylandScreen:
     def attach(self, nursery: trio.Nursery) -> None:
         self._nursery = nursery
 
+    def input_ready(self) -> bool:
+        """Whether input can go out without first asking the person (GNOME's own interface,
+        or a portal session they already allowed)."""
+        return self.input == "mutter" or (self._seat is not None and not self._seat.closed)
+
     async def _session_bus(self) -> SessionBus:
         if self._bus is None:
             if self._nursery is None:
@@ -235,13 +240,15 @@ class WaylandScreen:
         seat = await self._seat_session()
         corner: tuple[int, int] | None = None
         for _ in range(LOCATE_ATTEMPTS):
-            frame = await self._focus_frame()
-            box = _proven(frame, guard, progress, what)
-            _inside(box, points)
             if not points:
+                _proven(await self._focus_frame(), guard, progress, what)
                 corner = (0, 0)
                 break
-            corner = await self._on_monitor(seat, frame, box, points)
+            frame, screen = await self._frame_pair(seat)  # taken together: one moment
+            box = _proven(frame, guard, progress, what)
+            _inside(box, points)
+            if screen is not None:
+                corner = await trio.to_thread.run_sync(frames.locate, frame, box, screen, points)
             if corner is not None:
                 break
         if corner is None:
@@ -302,25 +309,58 @@ class WaylandScreen:
         self._seat = asking.session
         return asking.session
 
-    async def _on_monitor(
-        self,
-        seat: Seat,
-        frame: frames.Frame,
-        box: tuple[int, int, int, int],
-        points: Sequence[tuple[float, float]],
-    ) -> tuple[int, int] | None:
-        """Where the app's window (``box`` of ``frame``) is in the session's monitor stream;
-        None when its pixels around ``points`` are not there as they are in ``frame``
-        (covered, off the screen, or drawn anew between the two frames: a blinking caret)."""
-        fd = await seat.pipewire_fd()
+    async def _frame_pair(self, seat: Seat) -> tuple[frames.Frame, frames.Frame | None]:
+        """A frame of the focused window and one of the session's monitor, taken at the same
+        time (the app's window is then looked for on the monitor, see
+        :func:`.frames.locate`); the monitor's is None when its stream gave none."""
+        got: dict[str, frames.Frame] = {}
+        failed: list[ScreenUnavailable] = []
+
+        async def window() -> None:
+            try:
+                got["window"] = await self._focus_frame()
+            except ScreenUnavailable as exc:  # raised on its own below, not in a group
+                failed.append(exc)
+
+        async def monitor() -> None:
+            fd = None
+            try:
+                fd = await seat.pipewire_fd()
+                if fd is None:
+                    got["monitor"] = await self._fresh_monitor_frame()
+                else:
+                    node = seat.monitor.node
+                    got["monitor"] = await frames.settled(
+                        node, self.env, quiet=0.0, limit=0.0, fd=fd
+                    )
+            except (frames.FrameUnavailable, SeatUnavailable):
+                pass  # asked again with a new pair of frames
+            finally:
+                if fd is not None:
+                    os.close(fd)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(window)
+            nursery.start_soon(monitor)
+        if failed:
+            raise failed[0]
+        return got["window"], got.get("monitor")
+
+    async def _fresh_monitor_frame(self) -> frames.Frame:
+        """A frame of the primary monitor from a new stream of its own, as the focused
+        window's frame is taken (a new stream sends its first frame at once, without waiting
+        for the screen to change). Its pixels are measured as the session's own monitor
+        stream measures them: it is the same monitor."""
+        bus = await self._session_bus()
         try:
-            screen = await frames.settled(seat.monitor.node, self.env, quiet=0.0, limit=0.0, fd=fd)
-        except frames.FrameUnavailable:
-            return None  # asked again with a new pair of frames
+            session, stream = await screen_cast_only(bus, monitor=True)
+        except SeatUnavailable as exc:
+            raise frames.FrameUnavailable(str(exc)) from None
+        try:
+            return await frames.settled(stream.node, self.env, quiet=0.0, limit=0.0)
         finally:
-            if fd is not None:
-                os.close(fd)
-        return await trio.to_thread.run_sync(frames.locate, frame, box, screen, points)
+            with trio.CancelScope(shield=True):
+                await stop_screen_cast(bus, session)
 
     # --- what X11 alone can do ----------------------------------------------------------------
 
