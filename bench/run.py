@@ -22,6 +22,9 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   missing from the keymap) typed into Mousepad's and Text Editor's text view as fast as the
   app reads them and read back exactly (target: p50 <= 2 s), with the input-target guard's
   share of that time. Skipped where the desktop stack is missing.
+* the same clicks, keys and typing on Wayland beside X11, same apps (``bench/wayland.py``,
+  a private headless GNOME session and a private Xvfb desktop): the Wayland / X11 ratio of
+  each p50, reported. Skipped where Mutter, Xvfb or the apps are missing.
 * a native ``click`` through the daemon (backend ``sim``) vs the same click from the official
   MCP Python SDK client straight to a simulator over stdio, and vs a raw MCP client doing the
   least it can (one JSON line each way), p50 and p99, plus per-click latency and throughput
@@ -71,6 +74,8 @@ from ax_predecessor import measure_ax_predecessor
 from backend_call import measure_tools_call
 from mcp_facade import measure_mcp_facade
 from native_click import measure_native_click, timed_ping, wait_connectable
+from wayland import available as wayland_available
+from wayland import measure_wayland
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "latest.json"
@@ -307,6 +312,11 @@ def run() -> dict[str, Any]:
             results["atspi"] = {"error": f"skipped: needs {missing} (.ci/setup-desktop.sh)"}
         else:
             results["atspi"] = step("AT-SPI on gnome-calculator and Text Editor", measure_atspi)
+        missing = wayland_available()
+        if missing:
+            results["wayland"] = {"error": f"skipped: needs {missing} (.ci/setup-desktop.sh)"}
+        else:
+            results["wayland"] = step("the same actions on Wayland beside X11", measure_wayland)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return results
@@ -430,6 +440,7 @@ def table(results: dict[str, Any]) -> str:
             f"record, as before) | +{audit['added_ms']:.3f} ms | reported | |"
         )
     rows += atspi_rows(results.get("atspi"))
+    rows += wayland_rows(results.get("wayland"))
     if "error" in cli:
         rows.append(f"| `deskhandctl status` wall time | n/a | | {cli['error']} | | |")
     else:
@@ -456,6 +467,28 @@ def table(results: dict[str, Any]) -> str:
             f"average {conc['mean_in_flight']:.1f} in the daemon at once (one FIFO queue).",
         ]
     return "\n".join(rows + notes)
+
+
+_WAYLAND_NAMES = {
+    "click_xy": "click by coordinates with its reply",
+    "click_index": "click by index with its reply",
+    "press_key": "`press_key` with its reply",
+    "type_sum": "`type_text` 12 characters into Calculator",
+    "type_200": "`type_text` 200 characters into Text Editor",
+}
+
+
+def wayland_rows(wl: dict[str, Any] | None) -> list[str]:
+    if not wl:
+        return []
+    if "error" in wl:
+        return [f"| Wayland beside X11 | n/a | | {wl['error']} | | |"]
+    return [
+        f"| Wayland (GNOME's interface): {_WAYLAND_NAMES[name]}, p50 | "
+        f"{wl['wayland'][name]['p50_ms']:.0f} ms | {wl['x11'][name]['p50_ms']:.0f} ms (X11, "
+        f"same app) | {ratio:.2f}x | reported | |"
+        for name, ratio in wl["ratio_wayland_over_x11"].items()
+    ]
 
 
 def atspi_rows(at: dict[str, Any] | None) -> list[str]:
