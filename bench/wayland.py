@@ -29,7 +29,6 @@ import shutil
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ for extra in (ROOT, ROOT / "tests", ROOT / "bench"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
-from atspi import _centre, _display, _first_state, _index, _p  # noqa: E402
+from atspi import _centre, _display, _first_state, _index, _p, _timed  # noqa: E402
 from dhtest.mcpstdio import McpChild  # noqa: E402
 
 from deskhand_d.backends import xsession  # noqa: E402
@@ -63,17 +62,6 @@ def available() -> str:
         if shutil.which(name) is None:
             missing.append(name)
     return ", ".join(missing)
-
-
-def _timed(n: int, call: Callable[[int], Any], check: Callable[[Any], None]) -> list[float]:
-    ms: list[float] = []
-    for i in range(n):
-        start = time.perf_counter()
-        done = call(i)
-        ms.append((time.perf_counter() - start) * 1000)
-        assert not done.is_error, done.text
-        check(done)
-    return ms
 
 
 def _stats(ms: list[float]) -> dict[str, float]:

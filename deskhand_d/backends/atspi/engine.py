@@ -580,11 +580,9 @@ class Backend:
             where = verify.focus_verdict(events.focus, events.focus_known, session.bus_name)
             if where == "in_app" and events.focus is not None:
                 return events.focus
-            rendering = session.rendering
-            if rendering.focus_index is not None:
-                mine = rendering.nodes[rendering.focus_index]
-                if await actions.still_focused(self.bus, mine):
-                    return mine.ref
+            mine = await self._tree_focus(session)
+            if mine is not None:
+                return mine
             # Toolkits do not all report a window's focus coming back (GTK 4 does not), so a
             # report naming another app counts only while that app still says so.
             holder = events.focus if where == "elsewhere" else None
@@ -599,6 +597,14 @@ class Backend:
             reason="focus_elsewhere",
         )
 
+    async def _tree_focus(self, session: Session) -> Ref | None:
+        """The element the app's latest tree shows focused, if it still says so."""
+        rendering = session.rendering
+        if rendering.focus_index is None:
+            return None
+        node = rendering.nodes[rendering.focus_index]
+        return node.ref if await actions.still_focused(self.bus, node) else None
+
     async def _own_focus(self, session: Session) -> Ref | None:
         """The app's focused element as its latest report or tree names it, if it still
         says so; else the editable text a click by index last put the caret in, if it is
@@ -608,11 +614,10 @@ class Backend:
         mine = events.focus is not None and events.focus[0] == session.bus_name
         if mine and events.focus is not None and await actions.ref_focused(self.bus, events.focus):
             return events.focus
+        tree = await self._tree_focus(session)
+        if tree is not None:
+            return tree
         rendering = session.rendering
-        if rendering.focus_index is not None:
-            node = rendering.nodes[rendering.focus_index]
-            if await actions.still_focused(self.bus, node):
-                return node.ref
         caret = self._caret.get(session.bus_name)
         if caret is not None and rendering.focus_index is None:
             states = await verify.read_states(self.bus, caret)

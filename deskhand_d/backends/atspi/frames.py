@@ -29,10 +29,13 @@ import trio
 
 Box = tuple[int, int, int, int]
 
-#: How long the first frame may take to arrive (about 0.05 s on an idle machine). A new
-#: stream of a window sometimes sends none until the window is drawn again (1 in about 15,
-#: more right after an app started); another new stream does, so callers ask again rather
-#: than wait long.
+#: How long gst-launch may take to start and agree on a format with the stream (well under a
+#: second on an idle machine; a busy one takes longer, and that is no reason to give up).
+START_TIMEOUT_S: Final = 5.0
+#: How long the first frame may take to arrive once the format is agreed (about 0.05 s). A
+#: new stream of a window sometimes sends none until the window is drawn again (1 in about
+#: 15, more right after an app started); another new stream does, so callers ask again
+#: rather than wait long.
 GRAB_TIMEOUT_S: Final = 1.0
 GST_LAUNCH: Final = "gst-launch-1.0"
 _CAPS: Final = re.compile(r"width=\(int\)(\d+), height=\(int\)(\d+)")
@@ -250,8 +253,9 @@ async def settled(
     frames_in = trio.lowlevel.FdStream(read)
     try:
         assert proc.stdout is not None
-        with trio.fail_after(GRAB_TIMEOUT_S):
+        with trio.fail_after(START_TIMEOUT_S):
             width, height = await _sink_size(proc.stdout)
+        with trio.fail_after(GRAB_TIMEOUT_S):
             frame = await _read_exact(frames_in, width * height * 4)
         stop = trio.current_time() + limit
         while trio.current_time() < stop:
@@ -263,7 +267,8 @@ async def settled(
         return Frame(width, height, frame)
     except trio.TooSlowError:
         raise FrameUnavailable(
-            f"no frame came from the screen cast in {GRAB_TIMEOUT_S:g} s"
+            f"the compositor sent no picture of the window in {GRAB_TIMEOUT_S:g} s (is a "
+            "window of the app shown and focused?)"
         ) from None
     except (EOFError, ValueError) as exc:
         raise FrameUnavailable(f"the screen cast ended early ({exc})") from None

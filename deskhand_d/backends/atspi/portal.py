@@ -24,7 +24,7 @@ from typing import Any, Final
 from jeepney import DBusAddress, HeaderFields, MatchRule
 
 from ... import paths
-from .remote import Monitor, SeatUnavailable, SessionBus
+from .remote import Kept, Monitor, SeatUnavailable, SessionBus
 
 PORTAL: Final = "org.freedesktop.portal.Desktop"
 _PATH: Final = "/org/freedesktop/portal/desktop"
@@ -95,17 +95,15 @@ def shared_monitor(results: Mapping[str, Any]) -> Monitor:
     raise SeatUnavailable("the desktop's dialog shared no screen")
 
 
-class PortalSession:
+class PortalSession(Kept):
     """A started portal session: input and the shared monitor (see the module notes)."""
 
     def __init__(self, bus: SessionBus, handle: str, monitor: Monitor, *, remembered: bool) -> None:
+        super().__init__()
         self.bus = bus
         self.handle = handle
         self.monitor = monitor
         self.remembered = remembered
-        self.warm = False
-        self.pointed = False
-        self.closed = False
 
     @classmethod
     async def start(cls, bus: SessionBus, env: Mapping[str, str]) -> PortalSession:

@@ -115,18 +115,27 @@ class SessionBus:
             await self._conn.aclose()
 
 
-class RemoteSession:
+class Kept:
+    """What a kept remote-desktop session knows of itself: whether its keyboard and its
+    pointer have had their first event (:func:`warm_up`, :func:`point_at`), and whether it
+    was stopped."""
+
+    def __init__(self) -> None:
+        self.warm = False
+        self.pointed = False
+        self.closed = False
+
+
+class RemoteSession(Kept):
     """A started Mutter remote-desktop session, with its linked screen cast recording the
     primary monitor (pointer motion is measured in that stream)."""
 
     def __init__(self, bus: SessionBus, rd: DBusAddress, stream: Stream, monitor: Monitor) -> None:
+        super().__init__()
         self.bus = bus
         self._rd = rd
         self.stream = stream
         self.monitor = monitor
-        self.warm = False
-        self.pointed = False
-        self.closed = False
 
     @classmethod
     async def start(cls, bus: SessionBus) -> RemoteSession:
