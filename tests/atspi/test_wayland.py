@@ -35,7 +35,14 @@ EDITOR = "org.gnome.TextEditor"
 @pytest.fixture
 def desk() -> Iterator[Desktop]:
     with desktop_or_skip(
-        require=("gnome-calculator", "gnome-text-editor", "gst-launch-1.0", "tesseract"),
+        require=(
+            "gnome-calculator",
+            "gnome-text-editor",
+            "mousepad",
+            "featherpad",
+            "gst-launch-1.0",
+            "tesseract",
+        ),
         session="wayland",
     ) as d:
         yield d
@@ -248,3 +255,44 @@ def test_on_kde_plasma_apps_read_and_input_is_refused(kde: Desktop) -> None:
         assert "Wayland input is unavailable" in typed.text and "screen cast" in typed.text
         after = ok(server.call("get_app_state", 60, app="featherpad"))
         assert "hello" not in after.text
+
+
+def _focused(server: Server, app: str, pattern: str) -> ToolResult:
+    """``app``'s observation once its tree matches ``pattern`` and its window has the keyboard
+    (the observation then has a screenshot)."""
+    state = observe_until(server, app, pattern)
+    for _ in range(120):
+        if state.images:
+            return state
+        time.sleep(0.25)
+        state = ok(server.call("get_app_state", 60, app=app))
+    raise AssertionError(f"{app}'s window never took the keyboard")
+
+
+def test_gtk3_and_qt_windows_as_their_toolkits_report_them(server: Server) -> None:
+    """Toolkits report their window differently on Wayland: GTK 3 with its client-side
+    shadow around it (Mousepad's 692 x 569 around a 640 x 517 window), Qt as the content inside
+    the frame it draws itself (FeatherPad's 700 x 500 in a 706 x 533 window). Keys reach both
+    (read back); GTK 3's menu opens by index with the pointer where its place is proven, and
+    its screenshot is the toolkit's rectangle; Qt's content has no proven place, so a click by
+    coordinates is refused with nothing sent and the words say what to do instead."""
+    pad = _focused(server, "mousepad", r"^\t*\d+ menu bar item File")
+    mime, png = pad.images[0]
+    size = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert mime == "image/png" and size[0] > 600 and size[1] > 500, size
+    typed = ok(server.call("type_text", 60, app="mousepad", text="grey wolves"))
+    assert "grey wolves" in typed.text
+    menu = ok(
+        server.call(
+            "click", 60, app="mousepad", element_index=index(pad.text, "menu bar item File")
+        )
+    )
+    assert re.search(r"^\t*\d+ menu item .*New", menu.text, re.MULTILINE), menu.text[-2000:]
+    ok(server.call("press_key", 60, app="mousepad", key="Escape"))
+    feather = _focused(server, "featherpad", r"^\t*\d+ text entry area")
+    typed = ok(server.call("type_text", 60, app="featherpad", text="red foxes"))
+    assert typed.raw.get("_meta", {}).get(EFFECT_META) == {"effect": "changed", "what": "text"}
+    clicked = server.call("click", 60, app="featherpad", x=200.0, y=200.0)
+    assert clicked.is_error and delivery(clicked) == {"state": "refused", "reason": "not_sent"}
+    assert "draws its own window frame" in clicked.text and "by index" in clicked.text
+    assert feather.images

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from deskhand_d import paths
-from deskhand_d.backends.atspi.frames import Frame, locate, size_from_caps
+from deskhand_d.backends.atspi.frames import Frame, composite_rgb, locate, place, size_from_caps
 from deskhand_d.backends.atspi.portal import (
     PortalDeclined,
     read_token,
@@ -385,9 +385,9 @@ def test_locate_finds_a_flat_window_on_a_flat_screen() -> None:
     def wallpaper(x: int, y: int) -> RGB:
         return 200, 200, 200
 
-    for place in [(40, 60), (0, 0), (SCREEN_W - WIN_W, SCREEN_H - WIN_H)]:
-        screen = screen_frame(window, [place], wallpaper=wallpaper)
-        assert locate(window, box, screen) == place
+    for at in [(40, 60), (0, 0), (SCREEN_W - WIN_W, SCREEN_H - WIN_H)]:
+        screen = screen_frame(window, [at], wallpaper=wallpaper)
+        assert locate(window, box, screen) == at
     assert (
         locate(window, box, screen_frame(window, [(0, 0), (200, 100)], wallpaper=wallpaper)) is None
     )
@@ -691,9 +691,9 @@ def test_type_keysyms_refuses_control_characters(text: str) -> None:
 # --- wlscreen: points inside the window -------------------------------------------------------
 
 
-def _accepted(box: tuple[int, int, int, int], points: list[tuple[float, float]]) -> bool:
+def _accepted(size: tuple[int, int], points: list[tuple[float, float]]) -> bool:
     try:
-        _inside(box, points)
+        _inside(size, points)
     except ValueError:
         return False
     return True
@@ -704,9 +704,8 @@ def _accepted(box: tuple[int, int, int, int], points: list[tuple[float, float]])
     [[], [(0, 0)], [(59.9, 39.9)], [(30, 20), (0.5, 39)], [(5, 5)]],
 )
 def test_inside_accepts_points_in_the_window(points: list[tuple[float, float]]) -> None:
-    """Window coordinates: the box's own position does not matter."""
-    assert _accepted((500, 400, 60, 40), points)
-    assert _accepted((0, 0, 60, 40), points)
+    """Window coordinates, checked against the window's size."""
+    assert _accepted((60, 40), points)
 
 
 @pytest.mark.parametrize(
@@ -724,23 +723,23 @@ def test_inside_accepts_points_in_the_window(points: list[tuple[float, float]]) 
 )
 def test_inside_refuses_points_outside_or_not_finite(point: tuple[float, float]) -> None:
     with pytest.raises(ValueError, match="not inside the 60x40 window"):
-        _inside((500, 400, 60, 40), [(1, 1), point])
+        _inside((60, 40), [(1, 1), point])
 
 
 # --- wlscreen: proof of the focused window ----------------------------------------------------
 
 
-def _guard(*sizes: tuple[int, int], twins: bool = False) -> Guard:
-    return Guard(pid=os.getpid(), window_sizes=frozenset(sizes), twins=twins)
+def _guard(*sizes: tuple[int, int], others: tuple[tuple[int, int], ...] = ()) -> Guard:
+    return Guard(pid=os.getpid(), window_sizes=frozenset(sizes), other_sizes=frozenset(others))
 
 
 def test_proven_returns_the_box_of_one_of_the_apps_windows(window: Frame) -> None:
     progress = Progress(3, "clicks")
-    box = _proven(window, _guard((800, 600), (WIN_W, WIN_H)), progress, "the click")
-    assert box == (*WIN_AT, WIN_W, WIN_H)
+    placed = _proven(window, _guard((800, 600), (WIN_W, WIN_H)), progress, "the click")
+    assert placed.box == (*WIN_AT, WIN_W, WIN_H) and placed.origin == WIN_AT
 
 
-@pytest.mark.parametrize("sizes", [[], [(WIN_W + 1, WIN_H)], [(WIN_H, WIN_W)]])
+@pytest.mark.parametrize("sizes", [[], [(WIN_W + 1, WIN_H)], [(WIN_H, WIN_W)], [(300, 300)]])
 def test_proven_stops_on_a_window_of_another_size(
     window: Frame, sizes: list[tuple[int, int]]
 ) -> None:
@@ -763,12 +762,20 @@ def test_proven_stops_when_no_window_is_painted() -> None:
     assert "no window" in str(caught.value)
 
 
-def test_proven_stops_when_another_app_has_a_twin(window: Frame) -> None:
+@pytest.mark.parametrize(
+    "other", [(WIN_W, WIN_H), (WIN_W + 60, WIN_H + 60), (WIN_W - 6, WIN_H - 33)]
+)
+def test_proven_stops_when_another_apps_window_could_be_it(
+    window: Frame, other: tuple[int, int]
+) -> None:
+    """Another app's window of the same size, or one whose shadow or frame would make it
+    look the same, proves nothing."""
+    guard = _guard((WIN_W, WIN_H), others=(other,))
     with pytest.raises(InputStopped) as caught:
-        _proven(window, _guard((WIN_W, WIN_H), twins=True), Progress(2, "clicks"), "the click")
+        _proven(window, guard, Progress(2, "clicks"), "the click")
     assert caught.value.reason == "target_changed"
     assert (caught.value.done, caught.value.total) == (0, 2)
-    assert "same size" in str(caught.value)
+    assert "could be as well" in str(caught.value)
 
 
 def test_proven_reports_how_far_input_got(window: Frame) -> None:
@@ -904,3 +911,46 @@ def test_locate_around_a_point_still_finds_a_window_whose_best_row_is_covered(
     screen = _cover(screen_frame(window, [(100, 80)]), 100, 80 + row, WIN_W, 1)
     far = 5.0 if row > WIN_H // 2 else float(WIN_H - 5)
     assert locate(window, box, screen, [(30.0, far)]) == (100, 80)
+
+
+# --- place: how a toolkit's window rectangle sits in a window stream --------------------------
+
+
+@pytest.mark.parametrize(
+    ("box", "size", "origin"),
+    [
+        ((61, 55, 360, 489), (360, 489), (61, 55)),  # GTK 4: the rectangle is the window
+        ((26, 23, 640, 517), (692, 569), (0, 0)),  # GTK 3: the surface, shadow included
+        ((0, 0, 706, 533), (700, 500), None),  # Qt: content inside its own frame
+    ],
+    ids=["gtk4", "gtk3-shadow", "qt-frame"],
+)
+def test_place_follows_each_toolkit(
+    box: tuple[int, int, int, int], size: tuple[int, int], origin: tuple[int, int] | None
+) -> None:
+    placed = place(box, size)
+    assert placed is not None and placed.origin == origin and placed.size == size
+
+
+@pytest.mark.parametrize(
+    ("box", "size"),
+    [
+        ((0, 0, 640, 517), (800, 700)),  # much larger than any shadow
+        ((70, 10, 640, 517), (800, 600)),  # the opaque window too far in for a shadow
+        ((26, 23, 640, 517), (650, 530)),  # the box does not fit inside
+        ((0, 0, 706, 533), (500, 300)),  # far smaller than any frame
+    ],
+)
+def test_place_refuses_what_no_toolkit_explains(
+    box: tuple[int, int, int, int], size: tuple[int, int]
+) -> None:
+    assert place(box, size) is None
+
+
+def test_composite_lays_what_is_not_opaque_over_white() -> None:
+    pixels = bytes([10, 20, 30, 255, 0, 0, 0, 0, 0, 0, 0, 128])
+    frame = Frame(3, 1, pixels)
+    assert composite_rgb(frame, (0, 0, 3, 1)) == bytes([10, 20, 30, 255, 255, 255, 127, 127, 127])
+    assert composite_rgb(frame, (0, 0, 1, 1)) == bytes([10, 20, 30])
+    with pytest.raises(ValueError):
+        composite_rgb(frame, (1, 0, 3, 1))

@@ -217,19 +217,20 @@ async def window_sizes(bus: Bus, bus_name: str) -> set[tuple[int, int]]:
     return sizes
 
 
-async def sizes_elsewhere(bus: Bus, mine: str, sizes: frozenset[tuple[int, int]]) -> bool:
-    """Whether an app other than ``mine`` shows a window of one of ``sizes``."""
+async def sizes_elsewhere(bus: Bus, mine: str) -> frozenset[tuple[int, int]]:
+    """The sizes of the windows apps other than ``mine`` show (one that does not answer
+    within a second shows none: it could not take keys either)."""
     others = sorted(await registered(bus) - {mine})
-    hits = [False] * len(others)
+    found: set[tuple[int, int]] = set()
 
-    async def one(at: int, name: str) -> None:
-        with trio.move_on_after(1.0):  # a hung app cannot hold the call
-            hits[at] = bool(await window_sizes(bus, name) & sizes)
+    async def one(name: str) -> None:
+        with trio.move_on_after(1.0):
+            found.update(await window_sizes(bus, name))
 
     async with trio.open_nursery() as nursery:
-        for at, name in enumerate(others):
-            nursery.start_soon(one, at, name)
-    return any(hits)
+        for name in others:
+            nursery.start_soon(one, name)
+    return frozenset(found)
 
 
 def launch(reaper: Reaper, argv: Sequence[str], env: Mapping[str, str]) -> int:

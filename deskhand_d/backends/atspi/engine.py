@@ -874,8 +874,8 @@ class Backend:
             for s in session.surfaces
             if s.extents[2] > 0 and s.extents[3] > 0
         )
-        twins = await apps.sizes_elsewhere(self.bus, session.bus_name, sizes)
-        return Guard(pid=session.pid, window_sizes=sizes, twins=twins, origin=session.origin)
+        others = await apps.sizes_elsewhere(self.bus, session.bus_name)
+        return Guard(pid=session.pid, window_sizes=sizes, other_sizes=others, origin=session.origin)
 
     @staticmethod
     def _expect_value(node: Node, value: str) -> verify.Expectation | None:

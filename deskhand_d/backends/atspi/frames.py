@@ -107,6 +107,74 @@ class Frame:
         return bytes(out)
 
 
+#: The most a toolkit's window rectangle and the opaque window in its stream may differ by
+#: on a side: a client-side shadow (GTK 3: 23 to 29 pixels) or a client-drawn frame and title
+#: bar (Qt: 3 and 30).
+MARGIN: Final = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """How a toolkit's window rectangle of ``size`` sits in a window stream's frame whose
+    opaque window is ``box``: ``origin`` is where the toolkit's (0, 0) is in the stream, or
+    None where the frame does not show it (see :func:`place`)."""
+
+    box: Box
+    size: tuple[int, int]
+    origin: tuple[int, int] | None
+
+
+def place(box: Box, size: tuple[int, int]) -> Placed | None:
+    """Whether a toolkit window of ``size`` explains the opaque window ``box`` of a window
+    stream's frame, and where its (0, 0) is. Pure. Three ways, as toolkits on Wayland report
+    their window (the stream paints the window's surface from its top-left corner):
+
+    * the rectangle is the opaque window (GTK 4): its origin is the box's corner;
+    * it is the whole surface, shadow included, around the opaque window (GTK 3): its origin
+      is the stream's (0, 0), the box inside it, at most :data:`MARGIN` from each side;
+    * it is the content inside a frame and title bar the app draws itself (Qt): the box is up
+      to :data:`MARGIN` larger on each side, and where the content starts inside it is not
+      shown (origin None: keys may go there, the pointer may not).
+
+    None when it explains it in none of these ways."""
+    x, y, w, h = box
+    width, height = size
+    if (w, h) == (width, height):
+        return Placed(box, size, (x, y))
+    around = x + w <= width and y + h <= height and x <= MARGIN and y <= MARGIN
+    if around and width - w <= 2 * MARGIN and height - h <= 2 * MARGIN:
+        return Placed(box, size, (0, 0))
+    if width <= w <= width + 2 * MARGIN and height <= h <= height + 2 * MARGIN:
+        return Placed(box, size, None)
+    return None
+
+
+def composite_rgb(frame: Frame, rect: Box) -> bytes:
+    """The pixels of ``rect`` as packed RGB with what is not opaque (a shadow) laid over
+    white, as a screenshot shows it. Pure."""
+    x, y, w, h = rect
+    if x < 0 or y < 0 or x + w > frame.width or y + h > frame.height:
+        raise ValueError(f"{rect} is not inside the {frame.width}x{frame.height} frame")
+    out = bytearray(w * h * 3)
+    stride = frame.width * 4
+    for row in range(h):
+        start = (y + row) * stride + x * 4
+        line = frame.rgba[start : start + w * 4]
+        if line[3::4].count(0xFF) == w:  # opaque all along: no blending (most rows)
+            at = row * w * 3
+            out[at : at + w * 3 : 3] = line[0::4]
+            out[at + 1 : at + w * 3 : 3] = line[1::4]
+            out[at + 2 : at + w * 3 : 3] = line[2::4]
+            continue
+        for col in range(w):
+            r, g, b, a = line[col * 4 : col * 4 + 4]
+            at = (row * w + col) * 3
+            out[at] = (r * a + 255 * (255 - a)) // 255
+            out[at + 1] = (g * a + 255 * (255 - a)) // 255
+            out[at + 2] = (b * a + 255 * (255 - a)) // 255
+    return bytes(out)
+
+
 #: How far around a point (pixels each way) the window must show on the screen as it is, for
 #: pointer input there: whatever the pointer lands on is then the app's own pixels.
 PATCH: Final = 12

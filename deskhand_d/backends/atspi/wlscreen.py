@@ -11,13 +11,16 @@ The compositor says one thing: a stream recording "the focused window" paints th
 go to. So before every batch of input (a click, a wheel step, a run of typed characters, a key
 chord) a new stream of the focus window is recorded and one frame of it read:
 
-* the window painted there must have the size of one of the app's own windows (from its
-  accessibility tree), and no other app may show a window of that size (``Guard.twins``);
-  otherwise nothing is sent (``InputStopped``, ``target_changed``);
+* the window painted there must be one of the app's own windows as its toolkit reports it
+  (the same size; or that size with a client-side shadow around it, GTK 3; or inside a frame
+  the app draws itself, Qt: :func:`.frames.place`), and no window of another app could be it
+  as well (``Guard.other_sizes``); otherwise nothing is sent (``InputStopped``,
+  ``target_changed``);
 * pointer input is placed through a stream of the whole monitor: the window's pixels are
   found there (:func:`.frames.locate`), and the pixels around each point must show there as
   they are in the window's own frame, so that what the pointer lands on is the app's window
-  (not a window kept above it, nor a place off the screen).
+  (not a window kept above it, nor a place off the screen). A window inside a frame the app
+  draws itself gets no pointer input: where its content starts cannot be seen.
 
 Screenshots are the same picture: the focus window's frame, when it is one of the app's
 windows, once its stream has gone quiet. An app whose window is not focused has no
@@ -95,41 +98,45 @@ def input_kind(env: Mapping[str, str]) -> str:
     return kind if kind in INPUT_KINDS else "portal"
 
 
-def _inside(box: tuple[int, int, int, int], points: Sequence[tuple[float, float]]) -> None:
-    """Every point (window coordinates) lies inside a window the size of ``box``. Pure.
+def _inside(size: tuple[int, int], points: Sequence[tuple[float, float]]) -> None:
+    """Every point (window coordinates) lies inside a window of ``size``. Pure.
 
     Raises:
         ValueError: One does not.
     """
     for x, y in points:
-        if not (math.isfinite(x) and math.isfinite(y)) or not (0 <= x < box[2] and 0 <= y < box[3]):
-            raise ValueError(f"({x}, {y}) is not inside the {box[2]}x{box[3]} window")
+        if not (math.isfinite(x) and math.isfinite(y)) or not (
+            0 <= x < size[0] and 0 <= y < size[1]
+        ):
+            raise ValueError(f"({x}, {y}) is not inside the {size[0]}x{size[1]} window")
 
 
-def _proven(
-    frame: frames.Frame, guard: Guard, progress: Progress, what: str
-) -> tuple[int, int, int, int]:
-    """The focus window's box in its frame, when it is one of the app's windows. Pure.
+def _proven(frame: frames.Frame, guard: Guard, progress: Progress, what: str) -> frames.Placed:
+    """How one of the app's windows explains the focus window's frame (see
+    :func:`.frames.place`). Pure.
 
     Raises:
-        InputStopped: It is not, or another app shows a window of the same size.
+        InputStopped: None of them does, or a window of another app would explain it too.
     """
     box = frame.opaque_box()
-    size = box[2:] if box is not None else None
-    if box is None or size not in guard.window_sizes:
-        shown = f"a {size[0]}x{size[1]} window" if size else "no window"
+    placed = None
+    if box is not None:
+        found = [p for size in sorted(guard.window_sizes) if (p := frames.place(box, size))]
+        placed = min(found, key=lambda p: p.origin is None, default=None)  # a known origin first
+    if box is None or placed is None:
+        shown = f"a {box[2]}x{box[3]} window" if box is not None else "no window"
         raise progress.stopped(
             "target_changed",
             f"the keyboard focus is on {shown}, not on one of the app's windows, so {what} "
             "would have gone elsewhere",
         )
-    if guard.twins:
+    if any(frames.place(box, size) for size in guard.other_sizes):
         raise progress.stopped(
             "target_changed",
-            "another app shows a window of the same size as the app's, so the compositor "
-            f"cannot show which of them {what} would reach",
+            "another app shows a window that the focused window could be as well as the "
+            f"app's, so the compositor cannot show which of them {what} would reach",
         )
-    return box
+    return placed
 
 
 class Seat(Protocol):
@@ -245,12 +252,25 @@ class WaylandScreen:
                 corner = (0, 0)
                 break
             frame, screen = await self._frame_pair(seat)  # taken together: one moment
-            box = _proven(frame, guard, progress, what)
-            _inside(box, points)
+            placed = _proven(frame, guard, progress, what)
+            _inside(placed.size, points)
+            if placed.origin is None:
+                raise ScreenUnavailable(
+                    "this app draws its own window frame, so where its content starts cannot "
+                    "be seen from outside: keys reach it, but the pointer cannot be placed "
+                    "(use the elements' own actions: a click by index where one has an "
+                    "action, or its secondary actions)"
+                )
+            # The toolkit's points, measured in the opaque window (what locate compares).
+            shift = placed.origin[0] - placed.box[0], placed.origin[1] - placed.box[1]
+            inner = [(x + shift[0], y + shift[1]) for x, y in points]
             if screen is not None:
-                corner = await trio.to_thread.run_sync(frames.locate, frame, box, screen, points)
-            if corner is not None:
-                break
+                found = await trio.to_thread.run_sync(
+                    frames.locate, frame, placed.box, screen, inner
+                )
+                if found is not None:
+                    corner = found[0] + shift[0], found[1] + shift[1]
+                    break
         if corner is None:
             raise progress.stopped(
                 "target_changed",
@@ -422,10 +442,14 @@ class WaylandScreen:
         """
         frame = await self._focus_frame(settle=settle, not_before=not_before)
         box = frame.opaque_box()
-        if box is None or box[2:] != extents[2:]:
+        placed = frames.place(box, (extents[2], extents[3])) if box is not None else None
+        if placed is None:
             raise ScreenUnavailable("the app's window is not the focused one")
-        rgb = await trio.to_thread.run_sync(lambda: frame.rgb(box))
-        return box[2], box[3], rgb
+        # The toolkit's window rectangle where the frame shows it (tool coordinates are its
+        # pixels, as on X11); the window as drawn where it does not.
+        rect = placed.box if placed.origin is None else (*placed.origin, *placed.size)
+        rgb = await trio.to_thread.run_sync(frames.composite_rgb, frame, rect)
+        return rect[2], rect[3], rgb
 
     async def encode(self, shot: tuple[int, int, bytes]) -> bytes:
         return await trio.to_thread.run_sync(lambda: png.encode_rgb(*shot))

@@ -52,9 +52,9 @@ class Guard:
 
     On Wayland (see :mod:`.wlscreen`) the compositor cannot name a window's process, so the
     guard also carries what the focused window must look like: the sizes of the app's own
-    windows, whether another app shows a window of such a size (``twins``: then nothing can be
-    proven), and the screen origin the toolkit gives the app's windows (points arrive measured
-    from it)."""
+    windows, those of every other app's (a focused window one of them could be proves
+    nothing), and the screen origin the toolkit gives the app's windows (points arrive
+    measured from it)."""
 
     pid: int
     stop: threading.Event = field(default_factory=threading.Event)
@@ -62,7 +62,7 @@ class Guard:
     #: failure left the app untouched (the reply says ``refused``, never ``dispatched``).
     sending: threading.Event = field(default_factory=threading.Event)
     window_sizes: frozenset[tuple[int, int]] = frozenset()
-    twins: bool = False
+    other_sizes: frozenset[tuple[int, int]] = frozenset()
     origin: tuple[int, int] = (0, 0)
 
 
