@@ -90,18 +90,25 @@ def ctl(daemon: DaemonProc, *args: str) -> dict[str, Any]:
     return result
 
 
+def observe_keypad(daemon: DaemonProc) -> dict[str, Any]:
+    """Calculator observed through ``deskhandctl`` once its keypad is there (a freshly
+    started app shows it a moment after its window)."""
+    seen = ctl(daemon, "observe", "Calculator")
+    for _ in range(50):
+        if " 6" in seen["text"]:
+            break
+        time.sleep(0.3)
+        seen = ctl(daemon, "observe", "Calculator")
+    return seen
+
+
 def test_deskhandctl_drives_the_real_calculator_to_13(desk: Desktop) -> None:
     root = short_tmpdir()
     env = backend_env(desk)
     grant_calculator(env)(root / "config")
     daemon = spawn_daemon(root, extra_env=env)
     try:
-        seen = ctl(daemon, "observe", "Calculator")
-        for _ in range(50):  # the backend started the app; its keypad comes a moment later
-            if " 6" in seen["text"]:
-                break
-            time.sleep(0.3)
-            seen = ctl(daemon, "observe", "Calculator")
+        seen = observe_keypad(daemon)
         state, text = seen["state_id"], seen["text"]
         for key in KEYS:
             done = ctl(
@@ -236,12 +243,7 @@ def test_keys_that_cannot_be_sent_are_refused_not_dispatched(desk: Desktop) -> N
     grant_calculator(env)(root / "config")
     daemon = spawn_daemon(root, extra_env=env)
     try:
-        seen = ctl(daemon, "observe", "Calculator")
-        for _ in range(50):
-            if " 6" in seen["text"]:
-                break
-            time.sleep(0.3)
-            seen = ctl(daemon, "observe", "Calculator")
+        seen = observe_keypad(daemon)
         out = subprocess.run(
             [*CTL, "--socket", str(daemon.socket), "--no-autostart", "--json", "press",
              "--app", "Calculator", "--state", seen["state_id"], "Return"],
