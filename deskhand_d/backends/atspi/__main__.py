@@ -35,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m deskhand_d.backends.atspi",
         description="Serve Sky's computer-use tools over MCP stdio for this Linux desktop "
-        "(AT-SPI for the accessibility tree, X11 for screenshots and input).",
+        "(AT-SPI for the accessibility tree; X11, or on Wayland the compositor, for "
+        "screenshots and input).",
     )
     parser.add_argument("command", nargs="?", default="mcp", choices=("mcp", "turn-ended"))
     parser.add_argument("payload", nargs="?", help=argparse.SUPPRESS)

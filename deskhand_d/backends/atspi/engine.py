@@ -1,4 +1,5 @@
-"""What a ``tools/call`` does on a real Linux desktop: Sky's checks, then AT-SPI and X11.
+"""What a ``tools/call`` does on a real Linux desktop: Sky's checks, then AT-SPI and the seat
+(X11, or the compositor on Wayland: :mod:`.screen`, :mod:`.wlscreen`).
 
 What this owns: per-process state (the accessibility bus connection, the display, one session
 per app holding its last rendering), argument checks with Sky's error texts, resolving ``app``,
@@ -207,7 +208,8 @@ class Session:
 
 
 class Backend:
-    """The ten tools over one accessibility bus and one X display."""
+    """The ten tools over one accessibility bus and one seat: the X display, or on a Wayland
+    session the compositor (:class:`~.wlscreen.WaylandScreen`)."""
 
     def __init__(
         self,
