@@ -64,6 +64,10 @@ def loads(text: str) -> object:
         value, end = _scan(text, start)
     except StopIteration as exc:
         raise ValueError(f"no JSON value at character {exc.value}") from None
+    except RecursionError:
+        # Arrays or objects nested deeper than the interpreter's stack allows: malformed input
+        # like any other, answered as such (the reader must keep serving).
+        raise ValueError("the JSON value is nested too deeply") from None
     except SystemError:
         # The scanner reports most malformed documents with json.decoder's JSONDecodeError,
         # which it finds only once that module is imported; before, it fails without an

@@ -78,6 +78,15 @@ def test_invalid_documents_raise_value_error(text: str) -> None:
         jsonwire.loads(text)
 
 
+@pytest.mark.parametrize("depth", [100_000, 200_000])
+def test_nesting_deeper_than_the_stack_is_a_value_error(depth: int) -> None:
+    """json.loads would raise RecursionError, which a reader that answers malformed input by
+    catching ValueError would not catch (``deskhandctl mcp`` then never answered)."""
+    with pytest.raises(ValueError, match="nested too deeply"):
+        jsonwire.loads("[" * depth + "]" * depth)
+    assert jsonwire.loads("[" * 50 + "]" * 50) == json.loads("[" * 50 + "]" * 50)
+
+
 def test_importing_it_loads_neither_json_nor_re() -> None:
     """The point of the module: no json package, no re, in a fresh interpreter."""
     probe = "import sys, deskhandctl.jsonwire as j; j.loads('[1]'); j.dumps_compact([1]); print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))"

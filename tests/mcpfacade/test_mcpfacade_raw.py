@@ -23,6 +23,10 @@ def test_bad_input_is_answered_and_the_server_keeps_serving(
     assert host.initialize("2025-06-18")["protocolVersion"] == "2025-06-18"
     host.send(b"{this is not json\n")
     assert host.reply(None)["error"]["code"] == -32700
+    # 200,000 nested arrays: deeper than the interpreter's stack, answered as not JSON
+    deep = b'{"jsonrpc":"2.0","id":9,"method":"ping","params":'
+    host.send(deep + b"[" * 200_000 + b"]" * 200_000 + b"}\n")
+    assert host.reply(None)["error"]["code"] == -32700
     host.send(b'[{"jsonrpc":"2.0","id":2,"method":"ping"}]\n')
     assert host.reply(None)["error"]["code"] == -32600
     host.send({"jsonrpc": "1.0", "id": 3, "method": "ping"})
