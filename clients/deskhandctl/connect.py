@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 
 from deskhand_d.clientcheck import NotOurDaemon, check_peer, check_socket_dir
 from deskhandctl.exitcodes import (
@@ -120,9 +121,14 @@ def _connect_if_listening(socket_path: str, timeout: float | None) -> _socket.so
         return None
 
 
+#: How long a connect refused because the listen backlog is full is tried again: a burst of
+#: clients drains in milliseconds, a daemon out of descriptors does not.
+BUSY_RETRY_S = 1.0
+
+
 def _connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
     try:
-        return connect_unix(socket_path, timeout=timeout)
+        return _connect_when_room(socket_path, timeout)
     except TimeoutError:
         raise TimedOut(
             f"connecting to {socket_path} timed out: deskhand-d is not accepting connections. "
@@ -145,6 +151,21 @@ def _connect(socket_path: str, *, timeout: float | None) -> _socket.socket:
         if exc.errno is None and "too long" in str(exc):
             raise _too_long(socket_path) from None
         raise NotRunning(f"cannot connect to {socket_path}: {exc.strerror or exc}") from None
+
+
+def _connect_when_room(socket_path: str, timeout: float | None) -> _socket.socket:
+    """:func:`connect_unix`, tried again for :data:`BUSY_RETRY_S` while the listen backlog is
+    full (EAGAIN): nothing has been sent, so trying again cannot do anything twice."""
+    give_up = time.monotonic() + BUSY_RETRY_S
+    pause = 0.005
+    while True:
+        try:
+            return connect_unix(socket_path, timeout=timeout)
+        except BlockingIOError:
+            if time.monotonic() + pause > give_up:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
 
 
 def open_websocket(sock: _socket.socket, socket_path: str, *, timeout: float | None) -> WebSocket:
