@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +51,17 @@ def test_wayland_must_match_too() -> None:
     assert not same_desktop({**HERE, "WAYLAND_DISPLAY": "wayland-1"}, ours)
 
 
+def _wait_for_exec(pid: int, cmdline: bytes) -> None:
+    """Wait until the child has exec'd: between fork and exec its /proc entry still shows
+    the parent's command line and environment, which is not what the test is about."""
+    path = Path(f"/proc/{pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while path.read_bytes() != cmdline:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"pid {pid} never became {cmdline!r}")
+        time.sleep(0.005)
+
+
 @pytest.fixture
 def sleeper(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str, str]]]:
     """A real ``sleep`` process started with a desktop of its own (a display and bus address
@@ -61,6 +73,7 @@ def sleeper(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], dict[str,
     }
     proc = subprocess.Popen(["sleep", "60"], env=env)
     try:
+        _wait_for_exec(proc.pid, b"sleep\x0060\x00")
         yield proc, env
     finally:
         proc.kill()
