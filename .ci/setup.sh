@@ -13,6 +13,7 @@ declare -A NEEDS=(
   [systemd-analyze]=systemd
   [systemd-socket-activate]=systemd
   [xmllint]=libxml2-utils
+  [strace]=strace    # tests/daemon/test_child_secrets.py reads the environment of consent's tools
 )
 missing=()
 for cmd in "${!NEEDS[@]}"; do

@@ -24,7 +24,7 @@ from pathlib import Path
 import structlog
 import trio
 
-from deskhand_d import __version__, activation, paths, pidfile, rlimits, unixsock
+from deskhand_d import __version__, activation, childenv, paths, pidfile, rlimits, unixsock
 from deskhand_d import log as logsetup
 from deskhand_d.audit import AuditEntry, AuditLog
 from deskhand_d.backends import launchers
@@ -118,6 +118,9 @@ async def open_services(
     their expiry, the action queue's worker, questions, the audit log, consent, Jev access);
     all of it stopped on exit. The backend process itself starts on first use."""
     secret_names = cfg.secrets.redact_env  # names: childenv drops them, their values, and more
+    # Before anything can start a process: from here on every child's environment (the
+    # backend, consent's tools, a launch) is built without them, whoever builds it.
+    childenv.configure(secret_names)
 
     def launch() -> LaunchSpec:
         return launchers.resolve(cfg.backend, env, secret_names)

@@ -100,7 +100,8 @@ class ConsentConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     redact_env: list[str] = msgspec.field(default_factory=lambda: ["TYPESAFE_API_KEY"])
-    """Names of environment variables whose values are scrubbed from every log event."""
+    """Names of environment variables whose values are scrubbed from every log event, and
+    which no program Deskhand starts gets (:mod:`deskhand_d.childenv`)."""
 
 
 class Config(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

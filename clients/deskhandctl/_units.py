@@ -22,9 +22,11 @@ Placeholders (each replaced at install time by ``deskhandctl service install``):
 The end of the module answers the two questions about where the units live: where they put
 things (socket, logs), and whether the service manager that would run them answers from here
 (:func:`manager_unreachable`). ``deskhandctl service`` asks that before it installs anything;
-autostart asks it before deferring to units that are installed.
+autostart asks it before deferring to units that are installed. Every command of the service
+manager runs with :func:`manager_env`: no secret Deskhand knows reaches it.
 
-Standard library only; ``deskhand_d.paths`` is stdlib-only too.
+Standard library only; ``deskhand_d.paths`` is stdlib-only too. :func:`manager_env` alone
+reads the configuration (msgspec), when a service-manager command is about to run.
 """
 
 from __future__ import annotations
@@ -373,6 +375,25 @@ def manager_probe(*, macos: bool) -> tuple[str, ...]:
     return ("systemctl", "--user", "show-environment")
 
 
+def manager_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` as ``systemctl`` and ``launchctl`` get it: without any secret Deskhand knows
+    (:func:`deskhand_d.childenv.child_env`), the configuration's ``secrets.redact_env`` included.
+
+    A configuration that cannot be read leaves the built-in rule (Deskhand's own key, the
+    key-shaped names of its namespaces): the daemon refuses to start on such a file and says
+    why, so there is nothing for the service command to add.
+    """
+    from deskhand_d.childenv import child_env
+    from deskhand_d.config import load
+    from deskhand_d.errors import ConfigError
+
+    try:
+        names = load(env).secrets.redact_env
+    except ConfigError:
+        names = []
+    return child_env(env, names)
+
+
 def manager_unreachable(probe: Sequence[str], env: Mapping[str, str]) -> str | None:
     """Why the service manager cannot be used from here, or None when ``probe`` succeeds.
 
@@ -385,7 +406,7 @@ def manager_unreachable(probe: Sequence[str], env: Mapping[str, str]) -> str | N
     try:
         done = subprocess.run(
             probe,
-            env=dict(env),
+            env=manager_env(env),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

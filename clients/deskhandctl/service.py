@@ -231,11 +231,14 @@ def print_dry_run(plan: Plan) -> None:
 
 def _run(commands: Sequence[Command]) -> list[Command]:
     """Run in order; on the first real failure, return it and everything after it."""
+    env = _units.manager_env(os.environ)  # no secret of Deskhand's for the service manager
     for i, cmd in enumerate(commands):
         deadline = time.monotonic() + cmd.retry_s
         for attempt in itertools.count():
             try:
-                done = subprocess.run(cmd.argv, capture_output=True, text=True, check=False)
+                done = subprocess.run(
+                    cmd.argv, env=env, capture_output=True, text=True, check=False
+                )
                 code, detail = done.returncode, (done.stderr or done.stdout).strip()
             except OSError as exc:
                 code, detail = -1, str(exc.strerror)

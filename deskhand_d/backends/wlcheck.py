@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from deskhand_d.backends.desktop import Check
+from deskhand_d.childenv import child_env
 
 PORTAL = "org.freedesktop.portal.Desktop"
 MUTTER_RD = "org.gnome.Mutter.RemoteDesktop"
@@ -233,7 +234,7 @@ def _screenshot(env: Mapping[str, str], cast: bool) -> Check:
         found = (
             subprocess.run(
                 [inspect, "pipewiresrc"],
-                env=dict(env),
+                env=child_env(env),  # the daemon runs this check: no secret of ours for it
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=10,
