@@ -137,6 +137,16 @@ class CannotAnswerQuestions(ClientError):
     code = "cannot_answer_questions"
 
 
+class NotForAgents(ClientError):
+    """A step only the person takes, asked by a connection whose hello said it is an agent's
+    (``client.kind`` ``agent`` or ``pi``): ``unlock``, ``apps_add``, ``grants_restore``,
+    ``questions_watch``, or an ``answer`` to a question asked of another connection. Nothing
+    was changed; ``data.command`` is the ``deskhandctl`` command the person runs in their own
+    terminal instead (it asks them to confirm there)."""
+
+    code = "not_for_agents"
+
+
 class ProtocolMismatch(ClientError):
     """The client speaks a protocol version this daemon does not."""
 

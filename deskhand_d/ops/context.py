@@ -1,6 +1,6 @@
 """What an op sees of the request it serves: :class:`RequestContext`, and the helpers every op
 group shares to read it (the session, the client's words, a :class:`Caller` for the native
-service, a question to the person).
+service, a question to the person, the refusal of a step only the person takes).
 
 What this owns: the seam between the ops and the transport. An op is a function of a
 ``RequestContext`` and its decoded request; it never sees the WebSocket, the codec or the
@@ -21,6 +21,7 @@ from deskhand_d.errors import (
     BadRequest,
     DeskhandError,
     NoOneToAsk,
+    NotForAgents,
     QuestionExpired,
     RequestCancelled,
 )
@@ -174,6 +175,30 @@ def session_of(ctx: RequestContext) -> Session:
 
 def client_name(ctx: RequestContext) -> str:
     return ctx.client.name if ctx.client else "?"
+
+
+AGENT_KINDS: frozenset[str] = frozenset({"agent", "pi"})
+"""The client kinds of the surfaces an agent is handed: the MCP facade (``deskhandctl mcp``)
+says ``agent``, the pi extension ``pi``. The kernel cannot tell two processes of one uid
+apart, so this rests on what the client declared: it keeps Deskhand's own agent surfaces
+honest, and says nothing about a program that declares another kind."""
+
+
+def for_the_person(
+    ctx: RequestContext, step: str, command: str, there: str = "it asks them to confirm there"
+) -> None:
+    """Refuse ``step`` (in words: "releasing the emergency stop") when this request's client
+    declared an agent's kind; ``command`` is what the person runs in their own terminal
+    instead, and ``there`` what it does. Releasing the stop, allowing an app, restoring a
+    grant and answering for other clients widen what agents may do: those decisions stay with
+    the person, whatever an agent was told."""
+    if ctx.client is None or ctx.client.kind not in AGENT_KINDS:
+        return
+    raise NotForAgents(
+        f"{step} is the person's decision, not an agent's, so nothing was changed; ask the "
+        f"person to run `{command}` in their own terminal ({there})",
+        data={"command": command},
+    )
 
 
 def words(ctx: RequestContext) -> Words:

@@ -4,12 +4,17 @@ Thin: each builds a :class:`~deskhand_d.native.service.Caller` for the requestin
 client and hands over to :class:`~deskhand_d.native.service.NativeService`, or changes session
 state directly (turns, modes). All refusals are DeskhandErrors with their own codes, and name
 the next step in the words of the request's client (:func:`~deskhand_d.ops.context.words`).
+The steps that widen what agents may do (``unlock``, ``apps_add``, ``grants_restore``, an
+``answer`` to another client's question) are refused to an agent's client
+(:func:`~deskhand_d.ops.context.for_the_person`).
 Texts from the simulated desktop get its note as their first line here, at the edge, and Sky's
 action receipt (which names its own tool) becomes our sentence, so that every client shows them
 while the daemon's own parsers (stateIds, Jev) read the backend's text unchanged.
 """
 
 from __future__ import annotations
+
+import shlex
 
 import msgspec
 
@@ -24,6 +29,7 @@ from deskhand_d.ops.context import (
     RequestContext,
     caller,
     client_name,
+    for_the_person,
     session_of,
     words,
 )
@@ -163,6 +169,7 @@ async def stop(ctx: RequestContext, req: Stop) -> ResultBody:
 
 
 async def unlock(ctx: RequestContext, req: Unlock) -> ResultBody:
+    for_the_person(ctx, "releasing the emergency stop", "deskhandctl unlock")
     ctx.services.native.gates.locked_by = ""
     return LockState(locked=False)
 
@@ -174,6 +181,16 @@ async def cancel(ctx: RequestContext, req: Cancel) -> ResultBody:
 
 
 async def answer(ctx: RequestContext, req: Answer) -> ResultBody:
+    asked_on = ctx.services.questions.asked_on(req.question_id)
+    if asked_on is not None and asked_on != ctx.conn_id:
+        # An agent's client relays its own person's answers (MCP elicitation, pi's dialogs),
+        # never another client's question: that one is the person's to answer.
+        for_the_person(
+            ctx,
+            "answering a question asked of another client",
+            "deskhandctl questions",
+            "it shows them every open question to answer",
+        )
     by = ctx.services.questions.answer(ctx.conn_id, req.question_id, req.choice)
     return Done(detail="answered" if by == "client" else "answered from the console")
 
@@ -188,6 +205,9 @@ async def apps_list(ctx: RequestContext, req: AppsList) -> ResultBody:
 
 
 async def apps_add(ctx: RequestContext, req: AppsAdd) -> ResultBody:
+    for_the_person(
+        ctx, f"adding {req.app!r} to the allowlist", f"deskhandctl apps add {shlex.quote(req.app)}"
+    )
     native = ctx.services.native
     added = native.gates.apps_file.add(req.app)
     return AllowedApps(
@@ -233,6 +253,11 @@ async def grants_revoke(ctx: RequestContext, req: GrantsRevoke) -> ResultBody:
 
 
 async def grants_restore(ctx: RequestContext, req: GrantsRestore) -> ResultBody:
+    for_the_person(
+        ctx,
+        f"restoring the saved grant for {req.app!r}",
+        f"deskhandctl grants restore {shlex.quote(req.app)}",
+    )
     consent = ctx.services.native.consent
     unsaved = consent.restore_now(req.app)  # a revocation the file never took: just drop it
     if unsaved:

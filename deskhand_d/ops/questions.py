@@ -11,7 +11,9 @@ grows whenever a question opens or closes, so a console can wait for the next ch
   with no console connected nobody is asked (:class:`~deskhand_d.errors.NoOneToAsk`), and the
   caller refuses.
 * **Who may answer.** The asking connection, or any console. The first answer counts; the
-  question is closed at once, so a later answer is told that it is no longer open.
+  question is closed at once, so a later answer is told that it is no longer open. A client
+  of an agent's kind can never be a console, and the ``answer`` op refuses it another
+  connection's question (``not_for_agents``, :mod:`deskhand_d.ops.native`).
 * **Closing.** Answered, expired (``deadline`` passed: :class:`~deskhand_d.errors.
   QuestionExpired`), or cancelled (the request ended, or the last console went away while only
   consoles could answer it). Either way the asking connection gets ``question_closed`` so a
@@ -167,6 +169,12 @@ class Questions:
         if q.choice is None:
             raise E.NoOneToAsk("the last console that could answer went away", data={"app": app})
         return q.choice
+
+    def asked_on(self, question_id: str) -> int | None:
+        """The connection that open question ``question_id`` was asked for (None when no such
+        question is open)."""
+        q = self._open.get(question_id)
+        return None if q is None else q.conn_id
 
     def answer(self, conn_id: int, question_id: str, choice: Choice) -> By:
         """Record an answer from connection ``conn_id``; who answered (``client`` or
