@@ -8,6 +8,13 @@ Theory of operation:
   same ``dispatch`` id. A ``start`` with no ``end`` reads as delivery ``unknown``; on the next
   start-up :meth:`AuditLog.recover` closes such dispatches with an ``end`` of code
   ``daemon_stopped``. :mod:`deskhand_d.auditread` pairs the records for ``deskhandctl audit``.
+* A full disk never loses an outcome while the daemon runs. A dispatch starts only while
+  :mod:`deskhand_d.auditreserve` holds room for end records; an ``end`` the disk refuses is
+  written into that room at once (the reserve is cut to nothing, which frees it). If even that
+  fails, the ``end`` is kept in memory (and in the reserve file when it fits there) and written,
+  marked ``late``, before anything else the log writes, as soon as the disk takes writes again;
+  meanwhile nothing new is dispatched. One an earlier run left in the reserve file is written
+  by the next start-up, so ``daemon_stopped`` is said only when no outcome was known.
 
 * What is recorded is fixed by :class:`AuditEntry`: who asked (session, client, pid), which app
   and tool, whether the call was dispatched, refused or ended with an unknown outcome, how long
@@ -23,16 +30,20 @@ Theory of operation:
   file past ``max_bytes`` it is rotated: ``audit.jsonl.N-1`` -> ``.N`` (``.keep`` dropped), ...,
   ``audit.jsonl`` -> ``.1``.
 * One writer per directory: the daemon holds the only :class:`AuditLog`. Only ``start``
-  records are flushed to the disk: a lost ``end`` leaves the honest reading, ``unknown``.
+  records (and ends waiting in the reserve) are flushed to the disk: an ``end`` lost in a power
+  cut leaves the honest reading, ``unknown``.
 
 Blocking: an ``end`` record is a single unbuffered append to a local file (tens of
 microseconds; a rotation adds a few renames every few MiB): write it directly from the trio
-thread. :meth:`AuditLog.begin` waits for the disk, so the daemon runs it in a worker thread
-(the dispatch waits for it anyway; other clients do not). The log is thread-safe.
+thread (on a full disk it also waits for one flush of the reserve file: rare, and better than
+losing the outcome). :meth:`AuditLog.begin` waits for the disk (and writes the reserve at the
+first dispatch), so the daemon runs it in a worker thread (the dispatch waits for it anyway;
+other clients do not). The log is thread-safe.
 """
 
 from __future__ import annotations
 
+import collections
 import os
 import secrets
 import stat
@@ -48,6 +59,7 @@ import msgspec
 import structlog
 
 from deskhand_d import paths
+from deskhand_d.auditreserve import DEFAULT_RESERVE_BYTES, RESERVE_FILE_NAME, Reserve
 from deskhand_d.errors import EX_UNAVAILABLE, Count, Delivery, StartupError
 
 log = structlog.get_logger("deskhand.audit")
@@ -58,6 +70,9 @@ DEFAULT_KEEP: Final = 5
 TEXT_KEYS: Final = ("text", "value")
 """Tool arguments whose content is typed or set text: only their length is recorded."""
 _MAX_FIELD_CHARS: Final = 200
+MAX_KEPT: Final = 1000
+"""Ends kept in memory while the disk refuses them; beyond this, refusals (ends without a
+``start``) are counted and dropped. Ends of dispatches that started are never dropped."""
 
 
 class AuditCount(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -104,6 +119,10 @@ class AuditEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     effect: str = ""
     """What reading the element back after the action showed: ``changed``, ``unchanged``
     or ``unreadable``; ``""`` where nothing was read back."""
+    late: bool = False
+    """True on an ``end`` written after the fact: when the dispatch finished, the disk took
+    no writes, so the daemon kept the outcome and wrote it once the disk did (or, left in the
+    reserve file, the next start-up wrote it). ``time`` is still when the dispatch finished."""
 
 
 def entry_for(
@@ -194,6 +213,7 @@ class AuditLog:
         *,
         max_bytes: int = DEFAULT_MAX_BYTES,
         keep: int = DEFAULT_KEEP,
+        reserve_bytes: int = DEFAULT_RESERVE_BYTES,
     ) -> None:
         if max_bytes < 1:
             raise ValueError("max_bytes must be positive")
@@ -210,6 +230,16 @@ class AuditLog:
         self._size = 0
         self._torn = False  # the last write stopped part-way (a full disk)
         self._open()
+        self._reserve = Reserve(self.directory / RESERVE_FILE_NAME, reserve_bytes)
+        self._decoder = msgspec.json.Decoder(AuditEntry)
+        # Outcomes an earlier run could write only to the reserve; recover() writes them.
+        self._left: dict[str, AuditEntry] = {}
+        for raw in self._reserve.leftovers():
+            entry = self._decode(raw)
+            if entry is not None and entry.phase == "end" and entry.dispatch:
+                self._left[entry.dispatch] = entry
+        self._kept: collections.deque[AuditEntry] = collections.deque()
+        self._dropped = 0
 
     def record(self, entry: AuditEntry, *, durable: bool = False) -> None:
         """Append one line and hand it to the kernel before returning; with ``durable``, also
@@ -220,29 +250,35 @@ class AuditLog:
         """
         line = self._encoder.encode(entry) + b"\n"
         with self._lock:
-            if self._fd is None:
-                raise ValueError("the audit log is closed")
-            if self._size and self._size + len(line) > self._max_bytes:
-                self._rotate()
-            assert self._fd is not None
-            if self._torn:
-                self._end_torn_line()
-            self._torn = True  # until the whole line is out
-            written = os.write(self._fd, line)
-            while written < len(line):  # only on a signal or a full disk; finish the line
-                written += os.write(self._fd, line[written:])
-            self._torn = False
-            self._size += len(line)
-            if durable:
-                os.fdatasync(self._fd)
+            self._write_kept()
+            self._append(line, durable=durable)
+
+    def _append(self, line: bytes, *, durable: bool = False) -> None:
+        """:meth:`record` without the lock and without writing the kept ends first."""
+        if self._fd is None:
+            raise ValueError("the audit log is closed")
+        if self._size and self._size + len(line) > self._max_bytes:
+            self._rotate()
+        assert self._fd is not None
+        if self._torn:
+            self._end_torn_line()
+        self._torn = True  # until the whole line is out
+        written = os.write(self._fd, line)
+        while written < len(line):  # only on a signal or a full disk; finish the line
+            written += os.write(self._fd, line[written:])
+        self._torn = False
+        self._size += len(line)
+        if durable:
+            os.fdatasync(self._fd)
 
     def begin(self, **fields: Any) -> str:
         """Write the durable ``start`` record of a dispatch before it is sent; return its id.
 
         Takes the keyword arguments of :func:`entry_for` except ``now``, ``phase``,
         ``delivery``, ``latency_ms`` and ``dispatch``. Raises OSError when the record cannot
-        be made durable: the caller must then not dispatch. Blocks for a disk flush, so call it
-        from a worker thread.
+        be made durable, when an earlier outcome still waits for the disk, or when there is no
+        room to hold for this dispatch's own outcome: the caller must then not dispatch.
+        Blocks for a disk flush, so call it from a worker thread.
         """
         dispatch_id = secrets.token_hex(8)
         entry = entry_for(
@@ -253,29 +289,90 @@ class AuditLog:
             dispatch=dispatch_id,
             **fields,
         )
-        self.record(entry, durable=True)
+        line = self._encoder.encode(entry) + b"\n"
+        with self._lock:
+            self._write_kept()
+            self._reserve.hold()
+            self._append(line, durable=True)
         return dispatch_id
 
     def dispatch(self, **fields: Any) -> bool:
         """Record the outcome of one dispatch (the keyword arguments of :func:`entry_for`
         minus ``now``; ``dispatch`` pairs it with its :meth:`begin`).
 
-        Returns False, after logging why, if the line could not be written. The durable
-        ``start`` record then still says ``unknown``, which is the honest reading.
+        Returns False, after logging why, if the line could not be written even into the
+        reserve's room: it is then kept and written (``late``) as soon as the disk takes
+        writes. Never raises OSError: the dispatch happened whatever the disk says.
         """
-        try:
-            self.record(entry_for(now=time.time(), **fields))
-        except OSError as exc:
-            log.warning("audit.write_failed", error=exc.strerror)
-            return False
+        entry = entry_for(now=time.time(), **fields)
+        line = self._encoder.encode(entry) + b"\n"
+        with self._lock:
+            try:
+                self._write_kept()
+                self._append(line)
+                return True
+            except OSError as exc:
+                error = exc.strerror or type(exc).__name__
+            spilled = False
+            if entry.dispatch:  # its start is on the disk: free the held room and use it
+                late = msgspec.structs.replace(entry, late=True)
+                spilled = self._reserve.spill(self._encoder.encode(late) + b"\n")
+                try:
+                    self._write_kept()
+                    self._append(line)
+                except OSError:
+                    pass
+                else:
+                    log.warning("audit.reserve_used", error=error, dispatch=entry.dispatch)
+                    return True
+            self._keep_end(entry)
+            waiting = len(self._kept)
+        log.warning(
+            "audit.end_kept", error=error, dispatch=entry.dispatch, waiting=waiting, spilled=spilled
+        )
+        return False
+
+    def write_kept(self) -> bool:
+        """Write the ends the disk refused so far, if it takes them now (also done before any
+        other record). True when none is waiting any more."""
+        with self._lock:
+            if self._fd is None:
+                return not self._kept
+            try:
+                self._write_kept()
+            except OSError:
+                return False
         return True
+
+    @property
+    def waiting(self) -> int:
+        """How many ends are kept in memory, waiting for the disk."""
+        return len(self._kept)
+
+    def _keep_end(self, entry: AuditEntry) -> None:
+        if len(self._kept) >= MAX_KEPT and not entry.dispatch:
+            self._dropped += 1  # a refusal: nothing was sent, and memory stays bounded
+            return
+        self._kept.append(entry)
+
+    def _write_kept(self) -> None:
+        """Write the kept ends, oldest first, each marked ``late``; OSError at the first the
+        disk refuses (it and the rest stay kept)."""
+        while self._kept:
+            late = msgspec.structs.replace(self._kept[0], late=True)
+            self._append(self._encoder.encode(late) + b"\n")
+            self._kept.popleft()
+        if self._dropped:
+            log.warning("audit.ends_dropped", count=self._dropped)
+            self._dropped = 0
 
     def recover(self) -> list[AuditEntry]:
         """Close every dispatch whose ``start`` has no ``end`` (the daemon died while it was
         in flight) with an ``end`` of delivery ``unknown``, code ``daemon_stopped``; return the
-        starts so closed. Reads the current file and the newest rotated one."""
+        starts so closed. An outcome the earlier run left in the reserve file (the disk was
+        full) is written instead, marked ``late``, and not returned. Reads the current file and
+        the newest rotated one."""
         open_starts: dict[str, AuditEntry] = {}
-        decoder = msgspec.json.Decoder(AuditEntry)
         for path in (self.path.with_name(AUDIT_FILE_NAME + ".1"), self.path):
             try:
                 with open(path, "rb") as f:
@@ -283,23 +380,35 @@ class AuditLog:
             except FileNotFoundError:
                 continue
             for raw in lines:
-                try:
-                    entry = decoder.decode(raw)
-                except msgspec.DecodeError:
-                    continue  # a torn or foreign line: not ours to interpret
-                if not entry.dispatch:
-                    continue
+                entry = self._decode(raw)
+                if entry is None or not entry.dispatch:
+                    continue  # a torn or foreign line is not ours to interpret
                 if entry.phase == "start":
                     open_starts[entry.dispatch] = entry
                 else:
                     open_starts.pop(entry.dispatch, None)
-        closed = list(open_starts.values())
-        for start in closed:
-            end = msgspec.structs.replace(
-                start, time=_iso_utc(time.time()), phase="end", code="daemon_stopped"
-            )
+        closed: list[AuditEntry] = []
+        recovered = 0
+        for dispatch_id, start in open_starts.items():
+            end = self._left.get(dispatch_id)
+            if end is not None:
+                recovered += 1
+            else:
+                closed.append(start)
+                end = msgspec.structs.replace(
+                    start, time=_iso_utc(time.time()), phase="end", code="daemon_stopped"
+                )
             self.record(end)
+        self._left.clear()
+        if recovered:
+            log.warning("audit.late_outcomes_written", count=recovered)
         return closed
+
+    def _decode(self, raw: bytes) -> AuditEntry | None:
+        try:
+            return self._decoder.decode(raw)
+        except msgspec.DecodeError:
+            return None
 
     def _end_torn_line(self) -> None:
         assert self._fd is not None
@@ -310,10 +419,20 @@ class AuditLog:
         self._torn = False
 
     def close(self) -> None:
+        """Write the kept ends if the disk takes them now, then close the files. What still
+        waits is logged; those the reserve file holds are written by the next start-up."""
         with self._lock:
+            unwritten = 0
             if self._fd is not None:
+                try:
+                    self._write_kept()
+                except OSError:
+                    unwritten = len(self._kept)
                 os.close(self._fd)
                 self._fd = None
+            self._reserve.close()
+        if unwritten:
+            log.error("audit.ends_unwritten", count=unwritten)
 
     def __enter__(self) -> AuditLog:
         return self

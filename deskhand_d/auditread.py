@@ -3,9 +3,10 @@
 What this owns: turning the audit files (``audit.jsonl`` and its rotated copies, oldest first)
 into one :class:`Dispatch` per dispatch, pairing each ``start`` record (written to disk before
 the call was sent) with the ``end`` record that carries its outcome. A start without an end is
-a dispatch whose outcome nobody recorded — the daemon stopped or crashed while it was in
-flight — and reads as delivery ``unknown``. Lines that are not audit records (a torn line
-from a full disk, say) are counted, never guessed at.
+a dispatch whose outcome nobody recorded — still in flight, waiting for a full disk, or the
+daemon stopped or crashed first — and reads as delivery ``unknown``. An end marked ``late``
+was written after the fact (the disk was full when the dispatch finished). Lines that are not
+audit records (a torn line from a full disk, say) are counted, never guessed at.
 
 Standard library only: ``deskhandctl audit`` reads the files without the daemon.
 """
@@ -37,6 +38,8 @@ class Dispatch:
     delivered: dict[str, Any] | None = None
     outcome_recorded: bool = True
     """False when only the start record exists: the outcome is unknown."""
+    recorded_late: bool = False
+    """True when the outcome was written after the fact: the disk was full when it finished."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +53,7 @@ class Dispatch:
             "latency_ms": self.latency_ms,
             "delivered": self.delivered,
             "outcome_recorded": self.outcome_recorded,
+            "recorded_late": self.recorded_late,
         }
 
 
@@ -107,6 +111,7 @@ def pair(lines: list[bytes]) -> tuple[list[Dispatch], int]:
         started.delivery, started.code = row.delivery, row.code
         started.latency_ms, started.delivered = row.latency_ms, row.delivered
         started.outcome_recorded = True
+        started.recorded_late = row.recorded_late
     return out, bad
 
 
@@ -123,6 +128,7 @@ def _row(rec: dict[str, Any]) -> Dispatch:
         code=str(rec.get("code", "")),
         latency_ms=float(latency) if isinstance(latency, int | float) else None,
         delivered=delivered if isinstance(delivered, dict) else None,
+        recorded_late=rec.get("late") is True,
     )
 
 

@@ -2,7 +2,8 @@
 
 Works without the daemon (after a crash is when it matters most). Each line is one dispatch
 with the delivery it ended with; a dispatch whose start was recorded but whose outcome never
-was (the daemon stopped or crashed in flight) shows ``unknown`` and says so. Exit codes: 0
+was (still in flight, waiting for a full disk, or the daemon stopped or crashed first) shows
+``unknown`` and says so, and an outcome written late (the disk was full) says so. Exit codes: 0
 when the log could be read (an empty or missing log included), 1 when it could not.
 """
 
@@ -53,11 +54,16 @@ def run_audit(args: Args) -> int:
             what += f" ({d.delivered.get('done')} of {d.delivered.get('total')} "
             what += f"{d.delivered.get('unit')})"
         if not d.outcome_recorded:
-            what += " (no outcome was recorded: the daemon stopped while it was in flight)"
+            what += (
+                " (no outcome recorded: still in flight, waiting for a full disk, or the "
+                "daemon stopped first)"
+            )
         elif d.code == "daemon_stopped":
             what += " (the daemon stopped while it was in flight)"
         elif d.code:
             what += f" [{d.code}]"
+        if d.recorded_late:
+            what += " (recorded late: the disk was full when it finished)"
         app = f" {d.app}" if d.app else ""
         print(f"{d.time}  {d.session} ({d.client})  {d.tool}{app}: {what}")
     if bad:

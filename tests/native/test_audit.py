@@ -33,6 +33,7 @@ FIELDS = (
     "phase",  # reviewed: start (written before the call) or end
     "dispatch",  # reviewed: a random id pairing a start with its end
     "effect",  # reviewed: changed, unchanged or unreadable; never the value read back
+    "late",  # reviewed: whether the end was written after the fact (a full disk); no content
 )
 
 SECRET = "hunter2-SECRET-typed"

@@ -8,11 +8,15 @@
   written nothing is dispatched (``audit_unavailable``, with the path and the cause); an action
   either has its records or never reached the backend; when space returns, the torn line a
   full disk left is ended before the next record, so every line parses.
+* The disk filled just when an observation's ``start`` record fit and its ``end`` did not: the
+  reply is the observation, the ``end`` is on the disk while the daemon still runs (from the
+  room the audit log holds in reserve), and a restart finds nothing unfinished.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import time
@@ -130,4 +134,52 @@ def test_full_disk_refuses_to_dispatch_unaudited_and_repairs_the_torn_line(rig: 
     finally:
         if r is not None:
             r.close()  # the daemon holds files on the tmpfs
+        unmount(state)
+
+
+def _slack(path: Any) -> int:
+    """Bytes left in the last page of ``path`` on a tmpfs (which hands out whole pages)."""
+    return int((-path.stat().st_size) % os.sysconf("SC_PAGE_SIZE"))
+
+
+def test_full_disk_between_start_and_end_still_records_the_end(rig: Any) -> None:
+    root = short_tmpdir()
+    state = root / "state"
+    mount_tmpfs(state, "512k")
+    r = None
+    try:
+        r = rig({"preapproved": ["Calculator"]}, root=root)
+        # Observe until the file's last page has room for one more start but not its end.
+        for _ in range(60):
+            r.observe("Calculator")
+            lines = r.audit_path.read_bytes().splitlines()
+            start = max(len(x) for x in lines if b'"phase":"start"' in x) + 1
+            end = max(len(x) for x in lines if b'"phase":"end"' in x) + 1
+            if start + 16 <= _slack(r.audit_path) < start + end - 16:
+                break
+        else:
+            pytest.fail("the audit file never had room for a start but not an end")
+        filler = fill(state)
+        observed = r.json("observe", "Calculator")
+        assert observed["state_id"] and observed["app"] == "Calculator"
+        records = [json.loads(x) for x in r.audit_path.read_text().splitlines() if _parses(x)]
+        starts = {x["dispatch"] for x in records if x["phase"] == "start"}
+        ends = {x["dispatch"] for x in records if x["phase"] == "end" and x["dispatch"]}
+        assert starts <= ends, "a dispatch has no end though the daemon never stopped"
+        assert not any(x["late"] for x in records)  # written when it finished, not after
+        assert "audit.reserve_used" in r.daemon.log_text()
+        # the reserve's room went to that end: the next dispatch waits until it is back
+        refused = json.loads(r.run("--json", "observe", "Calculator").stdout)["error"]
+        assert (refused["code"], refused["data"]["delivery"]) == ("audit_unavailable", "refused")
+        filler.unlink()
+        r.daemon.stop()
+        r.restart()
+        assert r.json("status")["audit"]["unfinished_at_start"] == 0
+        observes = [d for d in audit_view(r) if d["tool"] == "get_app_state"]
+        assert observes and all(d["outcome_recorded"] for d in observes), observes
+        assert not [d for d in audit_view(r) if d["code"] == "daemon_stopped"]
+        r.observe("Calculator")  # room is held again: dispatches go on
+    finally:
+        if r is not None:
+            r.close()
         unmount(state)
