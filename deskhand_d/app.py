@@ -7,7 +7,8 @@ SIGINT or the ``shutdown`` op) sends every client a going-away close, cancels ou
 work, unlinks the socket we created and flushes the logs, all within the configured grace.
 SIGUSR1 is not a stop of the daemon but the emergency stop (cancel everything, close the
 backend, lock), the way in for ``deskhandctl stop`` when the socket cannot serve it; the pid
-file it needs (``pidfile.py``) is written once that signal is handled.
+file it needs (``pidfile.py``) is written once that signal is handled, and each such stop is
+confirmed in ``<socket>.stops`` once the lock is engaged (a signal has no reply).
 """
 
 from __future__ import annotations
@@ -76,24 +77,45 @@ async def _watch_signals(
     signals: AsyncIterator[int],
     hub: Hub,
     native: Callable[[], NativeService | None],
+    socket_path: Path,
     *,
     task_status: trio.TaskStatus[None],
 ) -> None:
+    confirmed = _StopsBySignal(socket_path)
     async with trio.open_nursery() as stops:
         task_status.started()
         async for signum in signals:
             if signum == pidfile.EMERGENCY_STOP_SIGNAL:
-                stops.start_soon(_emergency_stop_by_signal, native())
+                stops.start_soon(_emergency_stop_by_signal, native(), confirmed)
             else:
                 hub.request_shutdown(signal.Signals(signum).name)
 
 
-async def _emergency_stop_by_signal(native: NativeService | None) -> None:
+class _StopsBySignal:
+    """Counts emergency stops sent as a signal and confirms each in ``<socket>.stops``
+    (``deskhand_d/pidfile.py``): a signal has no reply, and the sender must know it worked."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self.count = 0
+
+    def confirm(self) -> None:
+        self.count += 1
+        try:
+            pidfile.write_stops(self.socket_path, self.count)
+        except (OSError, ValueError) as exc:
+            log.warning("native.emergency_stop_unconfirmed", error=str(exc))
+
+
+async def _emergency_stop_by_signal(
+    native: NativeService | None, confirmed: _StopsBySignal
+) -> None:
     name = pidfile.EMERGENCY_STOP_SIGNAL.name
     if native is None:  # only before start-up finished; the pid file is not written yet
         log.warning("native.emergency_stop_too_early", signal=name)
         return
     await native.emergency_stop(f"signal {name}")
+    confirmed.confirm()
 
 
 def _raise_open_files_limit() -> None:
@@ -263,7 +285,11 @@ async def _serve(
         async with trio.open_nursery() as nursery:
             if signals is not None:  # first: the socket already accepts into its backlog
                 await nursery.start(
-                    _watch_signals, signals, hub, lambda: services.native if services else None
+                    _watch_signals,
+                    signals,
+                    hub,
+                    lambda: services.native if services else None,
+                    bound.path,
                 )
             async with open_services(
                 cfg, env, socket_path=bound.path, hub=hub, managed_by=managed_by
@@ -289,6 +315,7 @@ async def _serve(
     finally:
         if pid_path:
             pidfile.remove(pid_path)
+            pidfile.remove(pidfile.stops_path(bound.path))
         unixsock.release(bound)
         log.info("daemon.stopped")
         logsetup.flush()

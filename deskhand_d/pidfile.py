@@ -13,6 +13,11 @@ the daemon treats as the emergency stop. A pid read from a file is only signalle
 * on Linux it holds a pidfd from before the checks until the signal, so a pid reused in the
   meantime cannot be hit.
 
+A signal carries no reply, so the daemon confirms it: once an emergency stop sent as a signal
+has taken effect (the lock engaged), it writes ``<socket>.stops`` (same rules as the pid file)
+with its pid and how many such stops it has carried out. The client reads the count before it
+signals and reports success only when the count has grown (:func:`read_stops`).
+
 Standard library only: the CLI imports it.
 """
 
@@ -26,6 +31,7 @@ import sys
 
 EMERGENCY_STOP_SIGNAL = signal.SIGUSR1
 PID_SUFFIX = ".pid"
+STOPS_SUFFIX = ".stops"
 
 
 class NotVerified(Exception):
@@ -34,6 +40,10 @@ class NotVerified(Exception):
 
 def pid_path(socket_path: str | os.PathLike[str]) -> str:
     return os.fspath(socket_path) + PID_SUFFIX
+
+
+def stops_path(socket_path: str | os.PathLike[str]) -> str:
+    return os.fspath(socket_path) + STOPS_SUFFIX
 
 
 def _private_dir_problem(directory: str, uid: int) -> str:
@@ -52,15 +62,24 @@ def _private_dir_problem(directory: str, uid: int) -> str:
 
 def write(socket_path: str | os.PathLike[str]) -> str:
     """Write our pid beside the socket; the path, or OSError/ValueError saying why not."""
-    path = pid_path(socket_path)
+    return _write_private(pid_path(socket_path), f"{os.getpid()}\n")
+
+
+def write_stops(socket_path: str | os.PathLike[str], count: int) -> str:
+    """Record that the ``count``-th emergency stop sent as a signal has taken effect (the lock
+    is engaged), so that the client that sent it can tell; the path, or OSError/ValueError."""
+    return _write_private(stops_path(socket_path), f"{os.getpid()} {count}\n")
+
+
+def _write_private(path: str, text: str) -> str:
     problem = _private_dir_problem(os.path.dirname(path) or ".", os.getuid())
     if problem:
-        raise ValueError(f"not writing a pid file: {problem}")
+        raise ValueError(f"not writing {os.path.basename(path)}: {problem}")
     tmp = f"{path}.{os.getpid()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600)
     try:
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, text.encode())
     finally:
         os.close(fd)
     try:
@@ -72,10 +91,10 @@ def write(socket_path: str | os.PathLike[str]) -> str:
 
 
 def remove(path: str) -> None:
-    """Remove the pid file if it still names this process (a newer daemon's stays)."""
+    """Remove a pid or stops file if it still names this process (a newer daemon's stays)."""
     try:
         with open(path, "rb") as handle:
-            if handle.read(32).strip() != str(os.getpid()).encode():
+            if handle.read(64).split()[:1] != [str(os.getpid()).encode()]:
                 return
         os.unlink(path)
     except OSError:
@@ -85,13 +104,36 @@ def remove(path: str) -> None:
 def read_pid(socket_path: str, uid: int) -> int:
     """The pid in ``socket_path``'s pid file, after checking the directory and the file."""
     path = pid_path(socket_path)
+    text = _read_private(path, uid)
+    if text is None:
+        raise NotVerified(f"there is no pid file {path} (the daemon is older, or gone)")
+    if not text.isdigit() or int(text) <= 1:
+        raise NotVerified(f"{path} does not hold a process id")
+    return int(text)
+
+
+def read_stops(socket_path: str, uid: int) -> tuple[int, int] | None:
+    """(pid, count) from the stops file, or None if there is none or it cannot be trusted."""
+    try:
+        text = _read_private(stops_path(socket_path), uid)
+    except NotVerified:
+        return None
+    fields = (text or "").split()
+    if len(fields) != 2 or not all(field.isdigit() for field in fields):
+        return None
+    return int(fields[0]), int(fields[1])
+
+
+def _read_private(path: str, uid: int) -> str | None:
+    """The start of ``path`` if the directory and the file are ``uid``'s alone; None if the
+    file does not exist; NotVerified saying why when a check fails."""
     problem = _private_dir_problem(os.path.dirname(path) or ".", uid)
     if problem:
         raise NotVerified(problem)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise NotVerified(f"there is no pid file {path} (the daemon is older, or gone)") from None
+        return None
     except OSError as exc:
         raise NotVerified(f"cannot open {path}: {exc.strerror}") from None
     try:
@@ -102,12 +144,9 @@ def read_pid(socket_path: str, uid: int) -> int:
             raise NotVerified(f"{path} belongs to uid {st.st_uid}, not to uid {uid}")
         if st.st_mode & 0o022:
             raise NotVerified(f"{path} is writable by others")
-        text = os.read(fd, 32).decode("ascii", errors="replace").strip()
+        return os.read(fd, 64).decode("ascii", errors="replace").strip()
     finally:
         os.close(fd)
-    if not text.isdigit() or int(text) <= 1:
-        raise NotVerified(f"{path} does not hold a process id")
-    return int(text)
 
 
 def is_deskhand(argv: list[str]) -> bool:

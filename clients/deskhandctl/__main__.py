@@ -42,13 +42,18 @@ def _run(args: Args) -> int:
     from deskhandctl.grammar import leaf
 
     command = leaf(args.command)
+    if command.confirm:  # a step only the person takes: their terminal and their yes first
+        from deskhandctl.person import confirm
+
+        confirm(args)
     session_name = resolve_session(args.session) if command.session else ""
     handler = EventHandler(show_notices=not args.json, interactive=terminal_attached())
     socket_path = resolve_socket(args.socket)
+    timeout = command.timeout if args.timeout is None else args.timeout
     try:
         session = open_session(
             socket_path,
-            timeout=command.timeout if args.timeout is None else args.timeout,
+            timeout=timeout,
             # Starting a daemon only to stop it again would be silly.
             autostart=command.autostart and autostart_allowed(args.no_autostart),
             client_version=__version__,
@@ -61,10 +66,17 @@ def _run(args: Args) -> int:
             raise
         from deskhandctl.emergency import stop_by_signal  # the emergency stop gets through
 
-        return stop_by_signal(socket_path, exc, json_output=args.json)
+        return stop_by_signal(socket_path, exc, json_output=args.json, confirm_within_s=timeout)
     handler.session = session
     try:
         return run(session, args)
+    except TimedOut as exc:
+        if command.op != "stop":
+            raise
+        # Sent, but no reply in time: the signal makes sure (a second stop changes nothing).
+        from deskhandctl.emergency import stop_by_signal
+
+        return stop_by_signal(socket_path, exc, json_output=args.json, confirm_within_s=timeout)
     finally:
         session.close()
 

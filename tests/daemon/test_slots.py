@@ -190,7 +190,7 @@ def test_stop_falls_back_to_a_signal_when_the_socket_refuses() -> None:
             assert done.returncode == 0, done.stderr
             assert "too many connections" in done.stderr
             assert "sent the emergency stop as a signal instead" in done.stderr
-            assert done.stdout.startswith(f"sent SIGUSR1 to deskhand-d (pid {d.proc.pid})")
+            assert done.stdout.startswith(f"deskhand-d (pid {d.proc.pid}) is stopped and locked")
             assert elapsed < 1.0, f"stop took {elapsed:.3f} s"
             print(f"stop by signal fallback: {elapsed * 1000:.0f} ms")
         finally:
