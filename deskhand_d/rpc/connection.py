@@ -8,9 +8,12 @@ close with the proper WebSocket code. Requests run concurrently up to
 ``max_outstanding_requests``; past that the request is refused with ``too_many_requests``
 rather than queued, and ``cancel``, ``answer`` and ``stop`` always get through, so a client
 whose requests wait on the person or a slow op can still free itself.
-Replies are serialised by trio-websocket's send lock. Nothing raised by a request escapes the
-connection: a ``DeskhandError`` becomes its code, anything else becomes ``internal`` with the
-traceback in the log only.
+Replies and events never wait on the client: they are queued in the connection's
+:class:`~deskhand_d.rpc.outbox.Outbox` (bounded) and written in order by its one writer task,
+so a refusal costs no task of its own, and a client that stops reading is dropped (no close
+handshake: it would not read that either) rather than buffered for. Nothing raised by a request
+escapes the connection: a ``DeskhandError`` becomes its code, anything else becomes
+``internal`` with the traceback in the log only.
 
 Each request runs its op with a :class:`~deskhand_d.ops.context.ConnectionRequest` on its
 connection: the op reads the session and client through it and never touches the WebSocket.
@@ -56,9 +59,15 @@ from deskhand_d.protocol import (
     Stop,
     Unlock,
 )
+from deskhand_d.protocol.budget import Budget
+from deskhand_d.rpc.outbox import Backlog, Outbox
+from deskhand_d.rpc.wsserver import abort
 from deskhand_d.unixsock import PeerCred
 
 log = structlog.get_logger("deskhand.rpc")
+
+CLOSE_NOT_READING = 1008  # policy violation: the client sends but does not read; the
+# reason is logged, and sent only if the socket has room (it is dropped, not closed in turn)
 
 
 # The ops that still work while the emergency stop is engaged.
@@ -87,6 +96,7 @@ class Connection:
         codec: Codec,
         peer: PeerCred,
         handlers: dict[type[Request], Handler],
+        replies_budget: Budget,
     ) -> None:
         self.services = services
         self.hub = services.hub
@@ -113,19 +123,28 @@ class Connection:
         self._read_scope = trio.CancelScope()
         self._close_request: tuple[int, str] | None = None
         self._idle = trio.Event()  # set whenever the last outstanding request has replied
+        self.outbox = Outbox(ws, self._not_reading, Backlog(replies_budget))
+        self._abort = False  # close without the handshake: the client does not read
 
-    async def send(self, message: ServerMessage) -> None:
-        try:
-            await self.ws.send_message(self.codec.encode(message))
-        except ConnectionClosed:
-            pass  # the client went away; its replies have nowhere to go
+    def send(self, message: ServerMessage) -> None:
+        """Queue ``message`` for the client (never waits; see the module docstring)."""
+        self.outbox.put(self.codec.encode(message))
 
     async def emit(self, event: EventBody) -> None:
-        await self.send(Event(event=event))
+        self.send(Event(event=event))
+        await trio.lowlevel.checkpoint()
 
-    async def _reply_error(self, rid: int | None, exc: DeskhandError) -> None:
+    def _reply_error(self, rid: int | None, exc: DeskhandError) -> None:
         body = ErrorBody(code=exc.code, message=exc.message, data=exc.reply_data())
-        await self.send(Error(id=rid, error=body))
+        self.send(Error(id=rid, error=body))
+
+    def _not_reading(self, why: str) -> None:
+        log.warning("client.not_reading", conn=self.conn_id, pid=self.peer.pid, why=why)
+        self._abort = True
+        self.request_close(
+            CLOSE_NOT_READING,
+            f"closed because {why}; read every reply before sending more requests",
+        )
 
     def request_close(self, code: int, reason: str) -> None:
         """Ask :meth:`run` to stop reading, cancel in-flight work and close with ``code``."""
@@ -135,6 +154,7 @@ class Connection:
     async def run(self) -> None:
         """Serve requests until the client closes or :meth:`request_close` is called."""
         async with trio.open_nursery() as nursery:
+            await nursery.start(self.outbox.serve)
             with self._read_scope:
                 while True:
                     try:
@@ -152,8 +172,16 @@ class Connection:
                     scope.cancel()
                 with trio.move_on_after(1):
                     await self._idle.wait()
+            if self._close_request is not None:
+                # The last replies (a stop's, the cancelled requests') go out before the close
+                # frame; a client that does not read has had its queue dropped already.
+                with trio.move_on_after(1):
+                    await self.outbox.wait_empty()
             nursery.cancel_scope.cancel()
-        if self._close_request is not None:
+        if self._abort:
+            with trio.CancelScope(shield=True):
+                await abort(self.ws)
+        elif self._close_request is not None:
             # Closing from here, while trio-websocket's reader task is still alive, lets the
             # close handshake complete instead of waiting out a timeout.
             with trio.move_on_after(1):
@@ -169,20 +197,20 @@ class Connection:
             self.hub.counters.record("<invalid>", 0.0, ok=False)
             log.debug("request.invalid", conn=self.conn_id, code=exc.code)
             rid = exc.data.pop("id", None)
-            nursery.start_soon(self._reply_error, rid, exc)
+            self._reply_error(rid, exc)
             return
         if request.id in self._outstanding:
             dup = BadRequest(
                 f"request id {request.id} is still in progress; use a new id for each request",
             )
-            nursery.start_soon(self._reply_error, request.id, dup)
+            self._reply_error(request.id, dup)
             return
         if len(self._outstanding) >= self._limit and type(request) not in ALWAYS_ROOM:
             busy = TooManyRequests(
                 f"this connection already has {self._limit} requests in progress; "
                 "wait for replies before sending more",
             )
-            nursery.start_soon(self._reply_error, request.id, busy)
+            self._reply_error(request.id, busy)
             return
         self._outstanding.add(request.id)
         nursery.start_soon(self._run_request, request)
@@ -211,16 +239,16 @@ class Connection:
                     delivery="unknown",
                 )
         except DeskhandError as exc:
-            await self._reply_error(request.id, exc)
+            self._reply_error(request.id, exc)
         except Exception:
             log.exception("request.failed", conn=self.conn_id, op=op)
-            await self._reply_error(
+            self._reply_error(
                 request.id,
                 InternalError("the daemon hit an internal error; see its log for details"),
             )
         else:
             ok = True
-            await self.send(Result(id=request.id, result=result))
+            self.send(Result(id=request.id, result=result))
         finally:
             self.request_scopes.pop(request.id, None)
             self.cancel_reports.pop(request.id, None)

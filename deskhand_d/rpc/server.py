@@ -47,6 +47,7 @@ from deskhand_d.protocol import (
     Stop,
     pick_subprotocol,
 )
+from deskhand_d.protocol.budget import partial_messages_budget, queued_replies_budget
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred, peer_credentials
@@ -119,6 +120,9 @@ class RpcServer:
             spare[Stop] = self._stop_on_spare
         self._spare_handlers = spare
         self._accept_trouble = AcceptTrouble(ACCEPT_LOG_EVERY_S)
+        # What all connections together may hold (deskhand_d/protocol/budget.py).
+        self._partial = partial_messages_budget(self.config.daemon.max_message_bytes)
+        self._replies = queued_replies_budget()
 
     async def serve(
         self,
@@ -193,7 +197,7 @@ class RpcServer:
         async with trio.open_nursery() as nursery:
             with trio.move_on_after(HANDSHAKE_TIMEOUT_S) as handshake:
                 request = await wrap_server_stream(
-                    nursery, stream, max_message_size=cfg.max_message_bytes
+                    nursery, stream, max_message_size=cfg.max_message_bytes, partial=self._partial
                 )
             if handshake.cancelled_caught:
                 log.info("handshake.timeout", pid=peer.pid)
@@ -249,6 +253,7 @@ class RpcServer:
             codec=Codec(chosen),
             peer=peer,
             handlers=self._spare_handlers if spare else self.handlers,
+            replies_budget=self._replies,
         )
         self.hub.register(conn)
         log.info(

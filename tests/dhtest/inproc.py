@@ -57,6 +57,7 @@ from deskhand_d.protocol import (
     Request,
     ResultBody,
 )
+from deskhand_d.protocol.budget import partial_messages_budget, queued_replies_budget
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred
@@ -373,7 +374,10 @@ async def open_ws_client(
 
     async def serve() -> None:
         async with trio.open_nursery() as inner:
-            request = await wrap_server_stream(inner, server_stream, max_message_size=max_size)
+            request = await wrap_server_stream(
+                inner, server_stream, max_message_size=max_size,
+                partial=partial_messages_budget(max_size),
+            )  # fmt: skip
             ws = await request.accept(subprotocol=subprotocol)
             conn = Connection(
                 services=services,
@@ -381,6 +385,7 @@ async def open_ws_client(
                 codec=Codec(subprotocol),
                 peer=PeerCred(pid=os.getpid(), uid=os.getuid(), gid=os.getgid()),
                 handlers=handlers or handler_table(),
+                replies_budget=queued_replies_budget(),
             )
             services.hub.register(conn)
             served.append(conn)
