@@ -37,6 +37,9 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   ``selectCandidates`` on the same text, run by Node 22 side by side
   (``bench/ax_predecessor.py``): a real 215-element capture and a 10,000-element tree.
   Target: predecessor / Deskhand >= 2. Skipped without Node 22 or the predecessor's source.
+* the emergency stop and a bystander's ping while a client floods pings without reading
+  (issue 24 §1, ``bench/attack.py``): ``deskhandctl stop`` wall time against the same on an
+  idle daemon (requirement: locked within 1 s), and the bystander's ping p50 likewise.
 * ``deskhandctl mcp``, the MCP stdio facade (``bench/mcp_facade.py``): start to the
   ``initialize`` result against ``python -c pass``, and a click through it against the same
   click through ``deskhandctl``'s protocol client.
@@ -68,6 +71,7 @@ from trio_websocket import wrap_client_stream
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from atspi import available as atspi_available
 from atspi import measure_atspi
+from attack import measure_attack
 from audit_cost import measure_audit_cost
 from ax_parse import measure_ax_parse
 from ax_predecessor import measure_ax_predecessor
@@ -303,6 +307,7 @@ def run() -> dict[str, Any]:
         results["native_click"] = step("native click round trips", measure_native_click)
         results["mcp_facade"] = step("deskhandctl mcp: start and click", measure_mcp_facade)
         results["audit"] = step("write-ahead audit per dispatch", measure_audit_cost)
+        results["attack"] = step("stop and ping under a client that never reads", measure_attack)
         results["ax_parse"] = step("AX parse + candidates", measure_ax_parse)
         results["ax_predecessor"] = step(
             "AX parse + candidates vs the TypeScript predecessor", measure_ax_predecessor
@@ -439,6 +444,7 @@ def table(results: dict[str, Any]) -> str:
             f"{audit['write_ahead_ms']:.3f} ms | {audit['one_record_ms']:.3f} ms (one unflushed "
             f"record, as before) | +{audit['added_ms']:.3f} ms | reported | |"
         )
+    rows += attack_rows(results.get("attack"))
     rows += atspi_rows(results.get("atspi"))
     rows += wayland_rows(results.get("wayland"))
     if "error" in cli:
@@ -584,6 +590,22 @@ def predecessor_rows(pre: dict[str, Any] | None) -> list[str]:
             f"{'yes' if got['speedup'] >= pre['target'] else '**no**'} |"
         )
     return rows
+
+
+def attack_rows(at: dict[str, Any] | None) -> list[str]:
+    if not at or "error" in at:
+        return []
+    ok = "met" if at["stop_attack_max_ms"] <= at["target_stop_s"] * 1000 else "MISSED"
+    return [
+        f"| `deskhandctl stop` while a client floods without reading (max of {at['rounds']}: "
+        f"{at['stop_attack_max_ms']:.1f} ms) | {at['stop_attack_ms']:.1f} ms | "
+        f"{at['stop_idle_ms']:.1f} ms (idle daemon) | {at['stop_ratio']:.2f}x | locked within "
+        f"{at['target_stop_s']:g} s | {ok} |",
+        f"| bystander ping p50 during that flood (max {at['ping_attack_max_ms']:.1f} ms; the "
+        f"flooder dropped after <= {at['attacker_pings_sent_max']} pings) | "
+        f"{at['ping_attack_p50_ms']:.3f} ms | {at['ping_idle_p50_ms']:.3f} ms (idle) | "
+        f"{at['ping_ratio']:.2f}x | reported | |",
+    ]
 
 
 def facade_rows(fa: dict[str, Any] | None) -> list[str]:
