@@ -169,6 +169,7 @@ async def open_services(
             await nursery.start(queue.serve)
             native = _native_service(cfg, env, backend, queue, sessions)
             nursery.start_soon(_expire_sessions, sessions, native)
+            nursery.start_soon(_every_few_seconds, native)
             yield Services(
                 config=cfg,
                 env=env,
@@ -231,6 +232,17 @@ def _native_service(
     )
     native.unfinished_at_start = len(unfinished)
     return native
+
+
+async def _every_few_seconds(native: NativeService) -> None:
+    """What must not wait for the next event to happen: the summary of log lines a flood had
+    held back (:func:`deskhand_d.log.summarise_due`), and audit outcomes a full disk refused,
+    written once it takes writes again (:meth:`deskhand_d.audit.AuditLog.write_kept`)."""
+    while True:
+        await trio.sleep(5)
+        logsetup.summarise_due()
+        if native.audit is not None and native.audit.waiting:
+            native.audit.write_kept()
 
 
 async def _expire_sessions(sessions: SessionManager, native: NativeService) -> None:
