@@ -1,8 +1,15 @@
-"""``launch_app``: open an app without a shell, bounded in time. The command choice is pure.
+"""``launch_app``: the command that opens an app (pure), and running it without a shell,
+bounded in time.
 
 macOS: ``open -a NAME``, ``open -b BUNDLE.ID`` or ``open PATH.app``. Linux: ``gtk-launch``
 with a desktop-entry id. The simulated desktop opens its apps on ``get_app_state``, so there
-is nothing to launch. A launch never mints a stateId: the caller observes afterwards.
+is nothing to run. A launch never mints a stateId: the caller observes afterwards.
+
+Starting a program on the person's desktop is an action: :meth:`NativeService.launch
+<deskhand_d.native.service.NativeService.launch>` chooses the command once every gate has
+passed, then runs it as the action queue's job, after its audit ``start`` record, like every
+backend call. Errors say what reached the desktop: ``refused`` when the launcher could not be
+started or said it failed, ``unknown`` when it did not finish in time.
 """
 
 from __future__ import annotations
@@ -39,10 +46,18 @@ def command_for(app: str, platform: str = sys.platform) -> list[str]:
     return [launcher, entry]
 
 
-async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
+def command(app: str, backend_kind: str) -> list[str] | None:
+    """The argv that opens ``app`` for this backend, or None where there is nothing to run
+    (the simulated desktop). :class:`BackendUnavailable` when there is no launcher here."""
     if backend_kind == "sim":
+        return None
+    return command_for(app)
+
+
+async def run(app: str, argv: list[str] | None, *, timeout_s: float) -> str:
+    """Run the launcher ``argv`` (from :func:`command`); what to tell the caller."""
+    if argv is None:
         return "the simulated desktop opens its apps when they are observed; nothing to launch"
-    argv = command_for(app)
     try:
         with trio.fail_after(timeout_s):
             done = await trio.run_process(
@@ -60,7 +75,9 @@ async def launch(app: str, *, backend_kind: str, timeout_s: float) -> str:
             delivery="unknown",
         ) from None
     except OSError as exc:
-        raise BackendUnavailable(f"cannot run {argv[0]}: {exc.strerror}") from None
+        raise BackendUnavailable(
+            f"cannot run {argv[0]}: {exc.strerror}; nothing was launched", delivery="refused"
+        ) from None
     if done.returncode != 0:
         why = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no details"]
         raise BackendError(

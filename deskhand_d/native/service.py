@@ -1,18 +1,22 @@
 """Native mode: observations and actions through the one queue, guarded by stateIds.
 
-Theory of operation. Every call to the backend — a native op, a launch, a step of a Jev run,
-doctor's probe — goes through one pipeline (:meth:`NativeService._admit`, then
-:meth:`NativeService._dispatch`). The gates come first, in this order, all decided before any
-backend traffic: the emergency lock, the app allowlist, the session's recovery state, a
-launch ban, the mode (jev needs a handoff), room in the queue and the stateId (consumed by any
-attempt), then Deskhand's consent for the app (:mod:`deskhand_d.consent.gate`, which may ask
-the person); which of them apply is the caller's :class:`Checks`. The call itself runs in the
-action queue's single worker; a backend approval prompt is routed to the
-requesting client as a ``question`` event (only if it declared it can answer). The reply
-states honestly what happened: ``dispatched`` (the backend answered), ``refused`` (nothing
-ran) or ``unknown`` (sent, no answer) — nothing is ever retried. Every dispatch is audited.
-What comes back is the client protocol's reply (:class:`~deskhand_d.protocol.Observation`,
-:class:`~deskhand_d.protocol.ActionDone`), built here once from the backend's result.
+Theory of operation. Every action on the desktop — a call to the backend (a native op, a step
+of a Jev run, doctor's probe) or a launch — goes through one pipeline
+(:meth:`NativeService._admit`, then :meth:`NativeService._queued`, which
+:meth:`NativeService._dispatch` uses for backend calls). The gates come first, in this order,
+all decided before any backend traffic: the emergency lock, the app allowlist, the session's
+recovery state, a launch ban, the mode (jev needs a handoff), room in the queue and the
+stateId (consumed by any attempt), then Deskhand's consent for the app
+(:mod:`deskhand_d.consent.gate`, which may ask the person); which of them apply is the
+caller's :class:`Checks`. The call itself runs in the action queue's single worker, once its
+audit ``start`` record is on disk (when it cannot be written, nothing runs:
+``audit_unavailable``); a backend approval prompt is routed to the requesting client as a
+``question`` event (only if it declared it can answer). The reply states honestly what
+happened: ``dispatched`` (the backend, or the launcher, answered), ``refused`` (nothing ran)
+or ``unknown`` (sent, no answer) — nothing is ever retried — and so does the dispatch's audit
+``end`` record. What comes back is the client protocol's reply
+(:class:`~deskhand_d.protocol.Observation`, :class:`~deskhand_d.protocol.ActionDone`), built
+here once from the backend's result.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import functools
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import structlog
 import trio
@@ -34,10 +38,10 @@ from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind, ToolOutput
 from deskhand_d.mcp.toolcalls import ToolCall
+from deskhand_d.native import launch as launcher
 from deskhand_d.native import toolerrors
 from deskhand_d.native.gates import Gates
 from deskhand_d.native.imagesize import image_size
-from deskhand_d.native.launch import launch as launch_app
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
@@ -52,6 +56,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger("deskhand.native")
 
 Asker = Callable[[ap.Confirmation, str], Awaitable[Literal["accept", "decline"]]]
+_T = TypeVar("_T")
+
+LAUNCH = "launch_app"
+"""The tool name a launch has in the audit log and in its reply."""
 
 
 @dataclass(slots=True)
@@ -92,6 +100,36 @@ class Checks:
     mode: bool = False  # in jev mode, only under the handoff named by ``handoff``
     handoff: str | None = None
     state: tuple[str, Use] | None = None  # the stateId to spend, and what it is used for
+
+
+@dataclass(slots=True)
+class Ended:
+    """How a dispatch ended, as its reply and its audit ``end`` record state it."""
+
+    delivery: E.Delivery = "refused"  # until the job is known to have run
+    code: str = ""
+    delivered: E.Count | None = None
+    effect: str = ""
+    approval_reason: str | None = None
+
+
+def call_ended(res: CallResult) -> Ended:
+    """How a backend call that returned ended: dispatched, unless the backend said how far it
+    got (the reply will agree)."""
+    ended = Ended("dispatched", approval_reason=res.approval_reason)
+    if res.output.is_error or res.output.kind is not Kind.OK:
+        ended.code = res.output.kind.value
+    short = res.output.shortfall
+    if short is not None:
+        ended.delivery = short.state
+        ended.code = NOTE_CODES.get(short.reason, ended.code)
+        if short.done is not None and short.total is not None:
+            ended.delivered = E.Count(short.done, short.total, short.unit)
+        if short.reason == "no_effect":
+            ended.effect = "unchanged"
+    elif res.output.effect is not None:
+        ended.effect = res.output.effect[0]
+    return ended
 
 
 @contextmanager
@@ -382,12 +420,21 @@ class NativeService:
             )
         )
 
-    async def launch(self, caller: Caller, app: str) -> str:
+    async def launch(self, caller: Caller, app: str) -> ActionDone:
+        """``launch_app``: every gate, then the launcher, as an action like any other: in the
+        one queue, after its durable audit ``start`` record, its delivery stated."""
         await self._admit(caller, app, Checks(launching=True))
-        kind = self.backend.resolve_launch().kind
-        return await launch_app(
-            app, backend_kind=kind, timeout_s=self.config.native.launch_timeout_s
+        with refused_if_raised():  # no launcher here (or no backend to say which): nothing ran
+            argv = launcher.command(app, self.backend.resolve_launch().kind)
+        timeout_s = self.config.native.launch_timeout_s
+
+        async def start() -> str:
+            return await launcher.run(app, argv, timeout_s=timeout_s)
+
+        text = await self._queued(
+            caller, LAUNCH, {"app": app}, app=app, send=start, ended=lambda _: Ended("dispatched")
         )
+        return ActionDone(app=app, tool=LAUNCH, delivery="dispatched", ok=True, text=text)
 
     async def emergency_stop(self, by: str) -> int:
         """Cancel everything, close the backend, invalidate every state, lock the daemon."""
@@ -409,6 +456,8 @@ class NativeService:
         app: str,
         backend: BackendConnection | None = None,
     ) -> CallResult:
+        """One backend call as an action (:meth:`_queued`); ``backend``: another connection
+        than the daemon's (doctor's probe)."""
         ask = caller.ask
         approval = None
         if ask is not None:
@@ -417,33 +466,49 @@ class NativeService:
             async def approval(req: ap.Confirmation) -> Literal["accept", "decline"]:
                 return await asker(req, app)
 
+        connection = backend or self.backend
+
+        async def call() -> CallResult:
+            return await connection.call_tool(tool, args, on_approval=approval)
+
+        return await self._queued(caller, tool, args, app=app, send=call, ended=call_ended)
+
+    async def _queued(
+        self,
+        caller: Caller,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        app: str,
+        send: Callable[[], Awaitable[_T]],
+        ended: Callable[[_T], Ended],
+    ) -> _T:
+        """Run ``send`` as the action queue's job, once its audit ``start`` record is on disk,
+        and write its ``end`` record however it ends; ``ended`` reads a returned value's
+        outcome. A failure says what reached the desktop (``delivery``)."""
         started = trio.current_time()
-        running = False  # set once the queue hands the call to the backend
+        running = False  # set once the queue hands the call over (to the backend, the launcher)
         dispatch_id = ""
 
-        async def job() -> CallResult:
+        async def job() -> _T:
             nonlocal running, dispatch_id
             dispatch_id = await self._audit_begin(caller, app, tool, args)  # on disk first
             running = True
             if caller.handover is not None:
                 caller.handover.sent = True
-            return await (backend or self.backend).call_tool(tool, args, on_approval=approval)
+            return await send()
 
-        delivery: E.Delivery = "refused"
-        delivered: E.Count | None = None
-        code = ""
-        effect = ""
-        reason: str | None = None
+        outcome = Ended()
         try:
-            res: CallResult = await self.queue.run(
+            res: _T = await self.queue.run(
                 job, owner=caller.owner, session_id=caller.session.session_id, label=tool
             )
         except E.DeskhandError as exc:
             # A failure after the call was handed over can have reached the app: never say
             # "refused" for it unless the backend itself said that nothing was sent.
             exc.assume("unknown" if running else "refused")
-            delivery, delivered, code = exc.delivery or "unknown", exc.delivered, exc.code
-            if delivery in ("unknown", "partial"):
+            outcome = Ended(exc.delivery or "unknown", exc.code, exc.delivered)
+            if outcome.delivery in ("unknown", "partial"):
                 if tool not in ("get_app_state", "list_apps"):
                     caller.session.launch_banned.add(app)
                 caller.session.invalidate("the last call's outcome is unknown")
@@ -454,38 +519,14 @@ class NativeService:
         except BaseException:
             # trio.Cancelled (the client went away, the daemon is stopping) or a bug: once
             # the call was handed over, what it did is unknown.
-            delivery, code = ("unknown", "cancelled") if running else ("refused", "cancelled")
+            outcome = Ended("unknown" if running else "refused", "cancelled")
             raise
         else:
-            delivery = "dispatched"
-            reason = res.approval_reason
-            if res.output.is_error or res.output.kind is not Kind.OK:
-                code = res.output.kind.value
-            short = res.output.shortfall
-            if short is not None:  # the backend says how far it got; the reply will agree
-                delivery = short.state
-                code = NOTE_CODES.get(short.reason, code)
-                if short.done is not None and short.total is not None:
-                    delivered = E.Count(short.done, short.total, short.unit)
-                if short.reason == "no_effect":
-                    effect = "unchanged"
-            elif res.output.effect is not None:
-                effect = res.output.effect[0]
+            outcome = ended(res)
             return res
         finally:
-            self._audit(
-                caller,
-                app,
-                tool,
-                delivery,
-                trio.current_time() - started,
-                code,
-                reason,
-                args,
-                delivered,
-                dispatch_id,
-                effect,
-            )
+            elapsed = trio.current_time() - started
+            self._audit(caller, app, tool, args, outcome, elapsed, dispatch_id)
 
     async def _audit_begin(self, caller: Caller, app: str, tool: str, args: dict[str, Any]) -> str:
         """The durable ``start`` record of a dispatch; :class:`AuditUnavailable` when it cannot
@@ -525,25 +566,21 @@ class NativeService:
         caller: Caller,
         app: str,
         tool: str,
-        delivery: E.Delivery,
-        elapsed: float,
-        code: str,
-        reason: str | None,
         args: dict[str, Any],
-        delivered: E.Count | None = None,
-        dispatch_id: str = "",
-        effect: str = "",
+        outcome: Ended,
+        elapsed: float,
+        dispatch_id: str,
     ) -> None:
         if self.audit is not None:
             self.audit.dispatch(
                 **self._audit_fields(caller, app, tool, args),
-                delivery=delivery,
+                delivery=outcome.delivery,
                 latency_ms=round(elapsed * 1000, 3),
-                code=code,
-                approval_reason=reason or "",
-                delivered=delivered,
+                code=outcome.code,
+                approval_reason=outcome.approval_reason or "",
+                delivered=outcome.delivered,
                 dispatch=dispatch_id,
-                effect=effect,
+                effect=outcome.effect,
             )
 
 

@@ -110,8 +110,7 @@ def _receipt(ctx: RequestContext, app: str, text: str) -> str:
 
 
 async def launch_app(ctx: RequestContext, req: LaunchApp) -> ResultBody:
-    detail = await ctx.services.native.launch(caller(ctx), req.app)
-    return Done(detail=detail)
+    return await ctx.services.native.launch(caller(ctx), req.app)  # an action's reply
 
 
 async def turn_begin(ctx: RequestContext, req: TurnBegin) -> ResultBody:

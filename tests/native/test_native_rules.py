@@ -187,7 +187,7 @@ def test_launch_app_and_its_ban(desk_factory: Any) -> None:
     """launch_app on the simulator is a no-op success; after a declined approval it is banned."""
     desk = desk_factory()
     c = desk.client("l", answers=False)
-    assert c.call("launch_app", app="Calculator")["result"]["kind"] == "done"
+    assert c.call("launch_app", app="Calculator")["result"]["kind"] == "action"
     desk2 = desk_factory()
     q = desk2.client("l2", answers=True)
     q.send_obj({"op": "get_app_state", "id": 90, "app": "Calculator"})

@@ -3,12 +3,14 @@
 /* eslint-disable */
 
 /**
- * An action the backend answered (`delivery` is always `dispatched` here).
+ * An action the backend answered, or a launch the system's launcher carried out (`tool`
+ * `launch_app`); `delivery` is always `dispatched` here.
  *
  * `ok` is False when the backend reported an error for the action (`text` says what).
  * When the backend's reply was a complete tree of the same app, `state_id` is a new
  * action-returned stateId (not for coordinate actions: it carries no screenshot). A
  * screenshot the backend sent with its answer is passed on for people and planners to see.
+ * A launch's `text` says what the system was asked to open; it carries no stateId.
  */
 export interface ActionDone {
 	app: string;
