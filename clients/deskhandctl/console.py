@@ -10,7 +10,9 @@ and the time left; it is answered with the ``answer`` op. The prompt is the CLI'
 and nothing is ever answered without the person. While the prompt waits, the console keeps
 asking the daemon whether the question is still open; once it is not (answered elsewhere,
 expired, its request ended) the prompt is withdrawn and says so. Ctrl-C leaves without
-answering (exit 130).
+answering (exit 130). A console answers for other clients, which only the person may: without a
+terminal on stdin and stderr it refuses before it connects (exit 66,
+:func:`deskhandctl.person.require_terminal`).
 
 ``--once`` answers what is waiting now and exits; ``--json`` prints the open questions as JSON
 and exits without answering (it needs no terminal, since it never asks anyone).
@@ -22,8 +24,9 @@ import os
 import sys
 
 from deskhandctl import render
-from deskhandctl.events import decide, discard_typeahead, present, terminal_attached
-from deskhandctl.exitcodes import OK, USAGE, DaemonError
+from deskhandctl.events import decide, discard_typeahead, present
+from deskhandctl.exitcodes import OK, DaemonError
+from deskhandctl.person import require_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -43,13 +46,10 @@ def run_console(args: Args) -> int:
     from deskhandctl.connect import autostart_allowed, open_session, resolve_socket
     from deskhandctl.grammar import leaf
 
-    if not args.json and not terminal_attached():
-        print(
-            "deskhandctl: questions needs a terminal: it asks you, so its stdin and stderr "
-            "must both be terminals (add --json to list the open questions without answering)",
-            file=sys.stderr,
+    if not args.json:  # it answers for other clients: only the person, at their terminal
+        require_terminal(
+            "questions", " (--json lists the open questions without answering, anywhere)"
         )
-        return USAGE
     timeout = leaf("questions").timeout if args.timeout is None else args.timeout
     session = open_session(
         resolve_socket(args.socket),

@@ -11,7 +11,8 @@ code  exception                   meaning
 1     :class:`DaemonError`        the daemon answered with an error reply
                                   (printed as ``code: message``); also a ``doctor`` that
                                   found a problem and an action the backend reported as
-                                  failed (``ok: false``)
+                                  failed (``ok: false``); also :class:`Declined`: the
+                                  person did not confirm a step only they take
 2     :class:`UsageError`         usage error: unknown command or option, bad value
 3     :class:`OutcomeUnknown`     an action may or may not have reached the desktop, or
                                   reached it only in part: the daemon replied with
@@ -19,6 +20,10 @@ code  exception                   meaning
                                   command, with no delivery at all), or it went away
                                   (stopped, crashed, timed out) while the action was in
                                   progress. Observe the app again before acting
+66    :class:`NoTerminal`         a step only the person takes (``unlock``, ``apps add``,
+                                  ``grants restore``, ``questions``) was run without a
+                                  terminal on stdin and stderr, so nobody could confirm it
+                                  there; nothing was sent
 69    :class:`NotRunning`         no daemon listens on the socket, and autostart was off,
                                   not allowed, or did not bring one up
 73    (none)                      ``--screenshot FILE`` (``observe`` or an action) did not
@@ -42,8 +47,9 @@ code  exception                   meaning
                                   which is then left unanswered)
 ====  ==========================  ======================================================
 
-69, 73, 75, 76 and 77 are the ``sysexits.h`` values EX_UNAVAILABLE, EX_CANTCREAT, EX_TEMPFAIL,
-EX_PROTOCOL and EX_NOPERM, so shell scripts and service managers can tell the cases apart.
+66, 69, 73, 75, 76 and 77 are the ``sysexits.h`` values EX_NOINPUT (no terminal to take the
+person's input from), EX_UNAVAILABLE, EX_CANTCREAT, EX_TEMPFAIL, EX_PROTOCOL and EX_NOPERM, so
+shell scripts and service managers can tell the cases apart.
 
 :class:`NotYourDaemon` shares 77 with the other permission failures on purpose: all of them
 mean "this socket is another user's", only seen from the other side, and call for the same
@@ -64,6 +70,7 @@ OK = 0
 DAEMON_ERROR = 1
 USAGE = 2
 OUTCOME_UNKNOWN = 3
+NO_TERMINAL = 66
 NOT_RUNNING = 69
 SCREENSHOT_NOT_SAVED = 73
 TIMED_OUT = 75
@@ -110,6 +117,20 @@ class UsageError(CliError):
     """The command line cannot be acted on (for example a socket path that is too long)."""
 
     exit_code = USAGE
+
+
+class Declined(CliError):
+    """The person did not confirm a step only they take (an empty line, anything but yes, end of
+    input); nothing was sent."""
+
+    exit_code = DAEMON_ERROR
+
+
+class NoTerminal(CliError):
+    """A step only the person takes was run where nobody can confirm it: stdin and stderr are
+    not both terminals (a script, a pipe, an agent's tool call). Nothing was sent."""
+
+    exit_code = NO_TERMINAL
 
 
 class NotRunning(CliError):

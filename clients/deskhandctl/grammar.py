@@ -28,7 +28,8 @@ PASSTHROUGH = frozenset({"service", "mcp"})
 (``deskhandctl.service.main``, ``deskhandctl.mcpserver.main``), which parses them."""
 DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
 EPILOG = (
-    "Exit codes: 0 ok, 1 error reply or failed action, 2 usage, 69 daemon not running, "
+    "Exit codes: 0 ok, 1 error reply, failed action or not confirmed, 2 usage, "
+    "66 needs your terminal, 69 daemon not running, "
     "73 screenshot not saved, 75 timeout, 76 protocol mismatch, 77 permission refused, "
     "130 interrupted. See docs/cli.md."
 )
@@ -213,12 +214,15 @@ class Command:
     as one ``delivery:`` line (by default the desktop commands; a Jev ``run`` reports its
     steps instead); ``autostart`` whether it may start a daemon; ``check`` rejects argument
     combinations the parsers cannot express (its message becomes a usage error); ``hint`` is
-    added to every usage error of this command.
+    added to every usage error of this command; ``confirm`` marks a step only the person takes,
+    which runs only from a terminal once they have confirmed it there
+    (:mod:`deskhandctl.person`).
     """
 
     __slots__ = (
         "autostart",
         "check",
+        "confirm",
         "delivers",
         "help",
         "hint",
@@ -249,6 +253,7 @@ class Command:
         subcommands: tuple[Command, ...] = (),
         hint: str = "",
         offline: bool = False,
+        confirm: bool = False,
     ) -> None:
         self.name = name
         self.help = help
@@ -264,6 +269,7 @@ class Command:
         self.check = check
         self.subcommands = {sub.name: sub for sub in subcommands}
         self.hint = hint
+        self.confirm = confirm
 
     @property
     def acts(self) -> bool:
@@ -534,10 +540,11 @@ COMMANDS: dict[str, Command] = {
                 Command("list", "show the allowlist and its file", "apps_list", hint=APPS_HINT),
                 Command(
                     "add",
-                    "add one app to the allowlist (only at the person's request)",
+                    "add one app to the allowlist (from your terminal, once you confirm)",
                     "apps_add",
                     (Param("NAME", "app", "the app's name"),),
                     hint=APPS_HINT,
+                    confirm=True,
                 ),
             ),
             hint=APPS_HINT,
@@ -720,10 +727,11 @@ COMMANDS: dict[str, Command] = {
                 ),
                 Command(
                     "restore",
-                    "give back a revoked saved grant",
+                    "give back a revoked saved grant (from your terminal, once you confirm)",
                     "grants_restore",
                     (Param("APP", "app", "the app's name or executable path, as listed"),),
                     hint=GRANTS_HINT,
+                    confirm=True,
                 ),
             ),
             hint=GRANTS_HINT,
@@ -734,7 +742,12 @@ COMMANDS: dict[str, Command] = {
             "stop",
             autostart=False,
         ),
-        Command("unlock", "release the emergency stop", "unlock"),
+        Command(
+            "unlock",
+            "release the emergency stop (from your terminal, once you confirm)",
+            "unlock",
+            confirm=True,
+        ),
         Command(
             "questions",
             "answer here the questions of agents whose clients cannot ask you (on a terminal)",

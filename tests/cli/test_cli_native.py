@@ -7,6 +7,7 @@ Question prompts on a terminal are in ``test_cli_questions.py``.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -109,6 +110,16 @@ def no_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DESKHAND_SESSION", raising=False)
 
 
+def person_confirms(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
+    """For a step only the person takes (``unlock``, ``apps add``): a terminal whose person
+    types yes. Here only the request and its output are checked; the terminal itself, the
+    refusal without one and the discarded typed-ahead keys are in ``test_person_only.py``."""
+    words = [a for a in argv if not a.startswith("--")]
+    if words[:1] == ["unlock"] or words[:2] in (["apps", "add"], ["grants", "restore"]):
+        monkeypatch.setattr("deskhandctl.events.terminal_attached", lambda: True)
+        monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+
+
 async def one_request(
     ws_server: WsStart, *argv: str, script: Any = standard
 ) -> tuple[int, list[Message]]:
@@ -120,8 +131,11 @@ async def one_request(
 
 
 @pytest.mark.parametrize(("argv", "expected"), REQUESTS, ids=[" ".join(a[:2]) for a, _ in REQUESTS])
-async def test_request_shapes(ws_server: WsStart, argv: list[str], expected: Message) -> None:
+async def test_request_shapes(
+    ws_server: WsStart, monkeypatch: pytest.MonkeyPatch, argv: list[str], expected: Message
+) -> None:
     """Each command sends exactly the documented op and fields, valid for the daemon's decoder."""
+    person_confirms(monkeypatch, argv)
     code, received = await one_request(ws_server, *argv)
     assert code == 0
     hello, request = received
@@ -132,9 +146,14 @@ async def test_request_shapes(ws_server: WsStart, argv: list[str], expected: Mes
 
 @pytest.mark.parametrize(("argv", "expected"), REQUESTS, ids=[" ".join(a[:2]) for a, _ in REQUESTS])
 async def test_json_output_is_the_result(
-    ws_server: WsStart, capsys: pytest.CaptureFixture[str], argv: list[str], expected: Message
+    ws_server: WsStart,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    expected: Message,
 ) -> None:
     """--json prints the result object as one line (observe: screenshot replaced by null)."""
+    person_confirms(monkeypatch, argv)
     assert (await one_request(ws_server, "--json", *argv))[0] == 0
     out = capsys.readouterr().out
     assert out.count("\n") == 1
@@ -175,9 +194,14 @@ async def test_json_output_is_the_result(
     ],
 )
 async def test_human_output(
-    ws_server: WsStart, capsys: pytest.CaptureFixture[str], argv: list[str], lines: list[str]
+    ws_server: WsStart,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    lines: list[str],
 ) -> None:
     """The control and allowlist commands print short summaries of their results."""
+    person_confirms(monkeypatch, argv)
     assert (await one_request(ws_server, *argv))[0] == 0
     out = capsys.readouterr().out.splitlines()
     for line in lines:
@@ -404,22 +428,29 @@ async def test_refusals_exit_1_with_error_object(
 
 
 async def test_commands_off_the_desktop_print_no_delivery_line(
-    ws_server: WsStart, capsys: pytest.CaptureFixture[str]
+    ws_server: WsStart, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An error reply to a command that does not reach the desktop (apps add, mode) has no
     delivery to state: only the message, exit 1."""
+    person_confirms(monkeypatch, ["apps", "add", "X"])
     script = with_overrides(apps_add=lambda rid: [error(rid, "apps_file_invalid", "broken")])
     assert (await one_request(ws_server, "apps", "add", "X", script=script))[0] == 1
-    assert capsys.readouterr().err.splitlines() == ["deskhandctl: apps_file_invalid: broken"]
+    err = capsys.readouterr().err  # after the confirmation's prompt
+    assert err.endswith("[y/N] deskhandctl: apps_file_invalid: broken\n")
+    assert "delivery" not in err
 
 
 @pytest.mark.parametrize(
     "argv", [a for a, _ in REQUESTS[1:3]] + [["observe", "X"], ["apps", "add", "X"], ["stop"]]
 )
 async def test_every_command_refusal_exits_1(
-    ws_server: WsStart, capsys: pytest.CaptureFixture[str], argv: list[str]
+    ws_server: WsStart,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
 ) -> None:
     """Whatever the command, an error reply to it exits 1 with the JSON error object."""
+    person_confirms(monkeypatch, argv)
     script = with_overrides(
         **{
             op: (lambda rid: [error(rid, "locked", "stopped", delivery="refused")])

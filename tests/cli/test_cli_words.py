@@ -197,7 +197,7 @@ def test_only_a_revoked_grant_is_offered_back(sim_desk: Any) -> None:
     )
     assert d.json("observe", "Calculator", code=1)["error"]["data"]["revoked_grant"] is True
     # The suggested command does what it says.
-    assert d.run("grants", "restore", "Calculator").returncode == 0
+    assert d.at_terminal("grants", "restore", "Calculator").returncode == 0
     assert d.run("observe", "Calculator").returncode == 0
 
 

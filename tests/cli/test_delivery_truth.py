@@ -130,7 +130,7 @@ def test_sky_contract_input_goes_to_the_named_app_whatever_is_in_front(desk: Any
         "textedit": {"text": "witness"},
     }
     d = desk(scenario)
-    d.run("apps", "add", "Calculator")
+    d.at_terminal("apps", "add", "Calculator")
     typed = d.run(
         "--json", "type", "--app", "Calculator", "--state", d.observe("Calculator"), "12+1="
     )

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
 from dhtest.desk import SIM_APPS, save_grants
+from dhtest.terminal import as_the_person
 from terminal import Terminal
 
 pytestmark = pytest.mark.slow
@@ -44,8 +45,12 @@ class Desk:
             stdin=subprocess.DEVNULL,
         )
 
-    def json(self, *argv: str, code: int = 0) -> dict[str, Any]:
-        done = self.run("--json", *argv)
+    def at_terminal(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """A step only the person takes, run and confirmed at a terminal."""
+        return as_the_person(self.argv(*argv), self.env)
+
+    def json(self, *argv: str, code: int = 0, at_terminal: bool = False) -> dict[str, Any]:
+        done = self.at_terminal("--json", *argv) if at_terminal else self.run("--json", *argv)
         assert done.returncode == code, (argv, done.stdout, done.stderr)
         value: dict[str, Any] = json.loads(done.stdout)
         return value
@@ -126,7 +131,7 @@ def test_refusals_exit_1_with_their_codes(desk: Any) -> None:
     )
     refused = d.run("observe", "TextEdit")
     assert refused.returncode == 1 and "app_not_allowed" in refused.stderr
-    added = d.json("apps", "add", "TextEdit")
+    added = d.json("apps", "add", "TextEdit", at_terminal=True)
     assert added["added"] is True and "TextEdit" in added["apps"]
     assert Path(added["file"]).is_file()
     assert d.json("observe", "TextEdit")["app"] == "TextEdit"
@@ -159,7 +164,7 @@ def test_stop_locks_until_unlock(desk: Any) -> None:
     status = d.run("status")
     assert "LOCKED    emergency stop by deskhandctl" in status.stdout
     assert d.json("observe", "Calculator", code=1)["error"]["code"] == "locked"
-    assert d.json("unlock")["locked"] is False
+    assert d.json("unlock", at_terminal=True)["locked"] is False
     assert d.json("observe", "Calculator")["state_id"]
 
 
@@ -234,14 +239,15 @@ def test_grants_list_revoke_restore(desk: Any) -> None:
     assert "Calculator: active" in text and "program: /System/Applications/Calculator.app" in text
     revoked = d.json("grants", "revoke", "calculator")
     assert revoked["cancelled"] == 0 and revoked["grants"][0]["revoked_at"]
-    assert "restored 1 grant(s)" in d.run("grants", "restore", "Calculator").stdout
+    assert "restored 1 grant(s)" in d.at_terminal("grants", "restore", "Calculator").stdout
     again = d.json("click", "--app", "Calculator", "--state", state, "--index", "1", code=1)
     assert again["error"]["code"] == "state_invalidated"
     # Listing and revoking work even while the emergency stop is engaged; restoring does not.
     assert d.json("stop")["locked"] is True
     assert d.json("grants", "revoke", "TextEdit")["grants"][0]["app"] == "TextEdit"
-    assert d.json("grants", "restore", "TextEdit", code=1)["error"]["code"] == "locked"
-    assert d.json("unlock")["locked"] is False
+    restore = d.json("grants", "restore", "TextEdit", code=1, at_terminal=True)
+    assert restore["error"]["code"] == "locked"
+    assert d.json("unlock", at_terminal=True)["locked"] is False
     missing = d.json("grants", "revoke", "Safari", code=1)
     assert missing["error"]["code"] == "grant_not_found"
     assert "grants list" in missing["error"]["message"]

@@ -120,8 +120,8 @@ def test_once_answers_what_is_waiting_then_exits(desk: CliDaemon) -> None:
 
 def test_without_a_terminal_it_refuses_and_json_only_lists(desk: CliDaemon) -> None:
     refused = desk.run("questions")
-    assert refused.returncode == 2
-    assert "needs a terminal" in refused.stderr and "--json" in refused.stderr
+    assert refused.returncode == 66
+    assert "runs only from your own terminal" in refused.stderr and "--json" in refused.stderr
     listed = desk.json("questions")
     assert listed["kind"] == "questions" and listed["questions"] == []
     assert isinstance(listed["version"], int)

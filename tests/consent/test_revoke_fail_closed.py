@@ -76,5 +76,5 @@ def test_revoke_during_an_emergency_stop(desk: Any) -> None:
     revoked = d.run("grants", "revoke", "Calculator")
     assert revoked.returncode == 0, revoked.stderr
     assert "could not be saved" not in revoked.stdout
-    assert d.run("unlock").returncode == 0
+    assert d.at_terminal("unlock").returncode == 0
     assert d.json("observe", "Calculator", code=1)["error"]["code"] == "consent_denied"

@@ -2,7 +2,8 @@
 
 What this owns: starting daemons on the simulator (each with its traffic record, the saved grants
 and the environment a test adds), running ``deskhandctl`` as a subprocess against exactly that
-daemon (never autostarting another), and reading back what the simulator received and what the
+daemon (never autostarting another; :meth:`CliDaemon.at_terminal` as the person at a terminal,
+for the steps only they take), and reading back what the simulator received and what the
 daemon audited. :func:`cli_daemons` is the factory and ends every daemon it started;
 :func:`sim_desk` is the fixture for tests of what a person reads from the CLI (every app
 preapproved unless the scenario says otherwise, no Jev key unless the test gives one).
@@ -24,6 +25,7 @@ import pytest
 
 from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
 from dhtest.desk import SIM_APPS, save_grants
+from dhtest.terminal import as_the_person
 
 
 class CliDaemon:
@@ -67,8 +69,14 @@ class CliDaemon:
             text=True,
         )
 
-    def json(self, *argv: str, code: int = 0) -> dict[str, Any]:
-        done = self.run("--json", *argv)
+    def at_terminal(self, *argv: str, answer: bytes = b"y\n") -> subprocess.CompletedProcess[str]:
+        """``deskhandctl argv`` run by the person at a terminal (a pty): a step only they take
+        (``unlock``, ``apps add``, ``grants restore``) asks them to confirm, and ``answer`` is
+        typed once the prompt shows. ``stderr`` is what the terminal showed."""
+        return as_the_person(self.argv(*argv), self.env, answer)
+
+    def json(self, *argv: str, code: int = 0, at_terminal: bool = False) -> dict[str, Any]:
+        done = self.at_terminal("--json", *argv) if at_terminal else self.run("--json", *argv)
         assert done.returncode == code, (argv, done.stdout, done.stderr)
         value: dict[str, Any] = json.loads(done.stdout)
         return value
