@@ -77,11 +77,10 @@ async def _watch_signals(
     signals: AsyncIterator[int],
     hub: Hub,
     native: Callable[[], NativeService | None],
-    socket_path: Path,
+    confirmed: _StopsBySignal,
     *,
     task_status: trio.TaskStatus[None],
 ) -> None:
-    confirmed = _StopsBySignal(socket_path)
     async with trio.open_nursery() as stops:
         task_status.started()
         async for signum in signals:
@@ -95,16 +94,29 @@ class _StopsBySignal:
     """Counts emergency stops sent as a signal and confirms each in ``<socket>.stops``
     (``deskhand_d/pidfile.py``): a signal has no reply, and the sender must know it worked."""
 
-    def __init__(self, socket_path: Path) -> None:
-        self.socket_path = socket_path
+    def __init__(self) -> None:
         self.count = 0
+        self.record: pidfile.StopsRecord | None = None
+
+    def open(self, socket_path: Path) -> None:
+        try:
+            self.record = pidfile.StopsRecord(socket_path)
+        except (OSError, ValueError) as exc:
+            log.warning("stops_file.unavailable", error=str(exc))
 
     def confirm(self) -> None:
         self.count += 1
+        if self.record is None:
+            return
         try:
-            pidfile.write_stops(self.socket_path, self.count)
-        except (OSError, ValueError) as exc:
+            self.record.record(self.count)
+        except OSError as exc:
             log.warning("native.emergency_stop_unconfirmed", error=str(exc))
+
+    def close(self) -> None:
+        if self.record is not None:
+            self.record.close()
+            self.record = None
 
 
 async def _emergency_stop_by_signal(
@@ -288,6 +300,7 @@ async def _serve(
 ) -> None:
     sock, bound = obtain_listener(cfg, env)
     pid_path = ""
+    confirmed = _StopsBySignal()
     hub = Hub()
     services: Services | None = None
     managed_by = ""
@@ -301,7 +314,7 @@ async def _serve(
                     signals,
                     hub,
                     lambda: services.native if services else None,
-                    bound.path,
+                    confirmed,
                 )
             async with open_services(
                 cfg, env, socket_path=bound.path, hub=hub, managed_by=managed_by
@@ -311,6 +324,8 @@ async def _serve(
                         pid_path = pidfile.write(bound.path)
                     except (OSError, ValueError) as exc:
                         log.warning("pidfile.unavailable", error=str(exc))
+                    else:
+                        confirmed.open(bound.path)
                 server = RpcServer(services)
                 await nursery.start(server.serve, sock)
                 notifier.notify(f"READY=1\nMAINPID={os.getpid()}")
@@ -325,9 +340,9 @@ async def _serve(
                     await server.close_all("the daemon is stopping")
                 nursery.cancel_scope.cancel()
     finally:
+        confirmed.close()
         if pid_path:
             pidfile.remove(pid_path)
-            pidfile.remove(pidfile.stops_path(bound.path))
         unixsock.release(bound)
         log.info("daemon.stopped")
         logsetup.flush()

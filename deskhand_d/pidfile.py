@@ -65,10 +65,29 @@ def write(socket_path: str | os.PathLike[str]) -> str:
     return _write_private(pid_path(socket_path), f"{os.getpid()}\n")
 
 
-def write_stops(socket_path: str | os.PathLike[str], count: int) -> str:
-    """Record that the ``count``-th emergency stop sent as a signal has taken effect (the lock
-    is engaged), so that the client that sent it can tell; the path, or OSError/ValueError."""
-    return _write_private(stops_path(socket_path), f"{os.getpid()} {count}\n")
+class StopsRecord:
+    """The daemon's ``<socket>.stops``: how many emergency stops sent as a signal have taken
+    effect. Created once (same rules as the pid file) and then rewritten in place through the
+    descriptor kept open, with a line of fixed width: a stop must be confirmable when the
+    daemon has run out of descriptors, which is one of the times the signal is needed."""
+
+    WIDTH = 20
+
+    def __init__(self, socket_path: str | os.PathLike[str]) -> None:
+        self.path = _write_private(stops_path(socket_path), self._line(0))
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+    def _line(self, count: int) -> str:
+        return f"{os.getpid()} {count:0{self.WIDTH}d}\n"
+
+    def record(self, count: int) -> None:
+        """Write ``count``; OSError if the file system refuses (a full disk needs no new
+        block: the line's length never changes)."""
+        os.pwrite(self._fd, self._line(count).encode(), 0)
+
+    def close(self) -> None:
+        os.close(self._fd)
+        remove(self.path)
 
 
 def _write_private(path: str, text: str) -> str:

@@ -10,8 +10,9 @@ sent and the original failure is reported with the reason.
 
 A signal has no reply, so success is reported only once the daemon has confirmed that the lock
 is engaged: it counts the stops it carried out for a signal in ``<socket>.stops``, and ``stop``
-waits (up to its ``--timeout``) for that count to pass the one it read before signalling. No
-confirmation in that time is a failure that says the stop was sent but not seen to take effect.
+waits (up to its ``--timeout``) for that count to change from the one it read before
+signalling. No confirmation in that time is a failure that says the stop was sent but not seen
+to take effect.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def stop_by_signal(
     deadline = time.monotonic() + confirm_within_s
     while True:
         now = read_stops(socket_path, uid)
-        if now is not None and now[0] == pid and now[1] > seen:
+        if now is not None and now[0] == pid and now[1] != seen:  # written only after a lock
             break
         if time.monotonic() >= deadline:
             raise TimedOut(
