@@ -45,6 +45,7 @@ pytestmark = [
 
 
 def test_refused_connect_flood_is_summarised(daemon: DaemonProc) -> None:
+    """2,000 refused connects: the first lines, one summary counting the rest, nothing lost."""
     for p in (daemon.root, daemon.root / "run", daemon.socket.parent):
         os.chmod(p, 0o711)
     os.chmod(daemon.socket, 0o666)

@@ -143,6 +143,9 @@ def _slack(path: Any) -> int:
 
 
 def test_full_disk_between_start_and_end_still_records_the_end(rig: Any) -> None:
+    """The disk fills when the file has room for an observation's start but not its end:
+    the reply is the observation, the end is on the disk while the daemon runs, the next
+    dispatch waits for room, and a restart finds nothing unfinished."""
     root = short_tmpdir()
     state = root / "state"
     mount_tmpfs(state, "512k")

@@ -95,6 +95,8 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_rate_limiter(case: Case) -> None:
+    """Each case: which events are written, which summaries come with which step, and what
+    is still pending at the end (reported once)."""
     clock = FakeClock()
     start = clock.now
     limiter = RateLimiter(
@@ -113,6 +115,7 @@ def test_rate_limiter(case: Case) -> None:
 
 
 def test_due_reports_only_windows_that_are_over() -> None:
+    """The tick's question: a window is summarised once it is over, not before."""
     clock = FakeClock()
     limiter = RateLimiter(burst=1, window_s=10, clock=clock)
     for k in (A, A, A):
