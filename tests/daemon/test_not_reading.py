@@ -11,7 +11,6 @@ connection, and a client that lets it fill is closed (1008).
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -21,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from dhtest.daemon import DaemonProc, daemon_env, running_daemon, short_tmpdir
+from dhtest.daemon import DaemonProc, daemon_env, running_daemon, unresponsive_socket
 from dhtest.wsclient import SyncClient
 from wsproto.events import Message
 
@@ -153,12 +152,12 @@ def test_a_signalled_stop_is_reported_only_once_the_daemon_confirms_it(confirms:
     """The socket does not answer, so `stop` signals the process the pid file names. One that
     takes SIGUSR1 but never confirms the lock gets exit 75 and words that say so; one that
     confirms (its count grows, as deskhand-d's does) gets success."""
-    root = short_tmpdir()
-    os.chmod(root, 0o700)
-    path = str(root / "deskhand.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
+    with unresponsive_socket() as (path, _listener):
+        _signal_stop(path, confirms)
+
+
+def _signal_stop(path: str, confirms: bool) -> None:
+    root = Path(path).parent
     script = root / "deskhand-d"  # a command line the pid check accepts as deskhand-d
     script.write_text(FAKE_DAEMON)
     stops = path + ".stops" if confirms else ""
@@ -190,7 +189,3 @@ def test_a_signalled_stop_is_reported_only_once_the_daemon_confirms_it(confirms:
         fake.wait(10)
         if fake.stdout is not None:
             fake.stdout.close()
-        listener.close()
-        for name in os.listdir(root):
-            os.unlink(root / name)
-        root.rmdir()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
@@ -20,7 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from dhtest.daemon import DaemonProc, daemon_env, running_daemon, short_tmpdir
+from dhtest.daemon import (
+    DaemonProc,
+    daemon_env,
+    running_daemon,
+    short_tmpdir,
+    unresponsive_socket,
+)
 from dhtest.wsclient import Closed, Rejected, SyncClient
 
 
@@ -199,24 +204,6 @@ def test_stop_falls_back_to_a_signal_when_the_socket_refuses() -> None:
         assert status.returncode == 0, status.stderr
         assert json.loads(status.stdout)["locked_by"] == "signal SIGUSR1"
         assert d.proc.poll() is None
-
-
-@contextmanager
-def unresponsive_socket() -> Iterator[tuple[str, socket.socket]]:
-    """A private socket that accepts connections into its backlog and never answers."""
-    root = short_tmpdir()
-    os.chmod(root, 0o700)
-    path = str(root / "deskhand.sock")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
-    try:
-        yield path, listener
-    finally:
-        listener.close()
-        for name in os.listdir(root):
-            os.unlink(root / name)
-        root.rmdir()
 
 
 def cli_at(path: str, *argv: str) -> subprocess.CompletedProcess[str]:

@@ -104,3 +104,21 @@ def running_daemon(extra_env: Mapping[str, str] | None = None) -> Iterator[Daemo
             d.proc.kill()
             d.proc.wait(10)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def unresponsive_socket() -> Iterator[tuple[str, socket.socket]]:
+    """A private socket that accepts connections into its backlog and never answers."""
+    root = short_tmpdir()
+    os.chmod(root, 0o700)
+    path = str(root / "deskhand.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    try:
+        yield path, listener
+    finally:
+        listener.close()
+        for name in os.listdir(root):
+            os.unlink(root / name)
+        root.rmdir()
