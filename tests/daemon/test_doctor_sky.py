@@ -29,14 +29,23 @@ def root() -> Iterator[Path]:
     try:
         yield path
     finally:
+        for d in _started.pop(path, []):  # a test that failed before its own stop
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait(10)
         shutil.rmtree(path, ignore_errors=True)
+
+
+_started: dict[Path, list[DaemonProc]] = {}
 
 
 def _start(root: Path, fake: skyfake.SkyFake | None, **extra: str) -> DaemonProc:
     # The daemon itself serves the simulator: `--backend sky` checks Sky with a throwaway
     # process, the way a person checks Sky before switching to it.
     env = {"DESKHAND_BACKEND": "sim", **(fake.env if fake else {}), **extra}
-    return spawn_daemon(root, extra_env=env)
+    d = spawn_daemon(root, extra_env=env)
+    _started.setdefault(root, []).append(d)
+    return d
 
 
 def _ctl(d: DaemonProc, *args: str) -> list[str]:
@@ -103,7 +112,9 @@ def test_the_predecessors_recipe_goes_first_and_list_apps_proves_the_path(root: 
     assert "recipe:     permissions_profile" in human
     assert "action:     ok: list_apps answered" in human
     assert "Calculator" not in human  # the apps themselves are not shown
-    audit = "".join(p.read_text() for p in (root / "state" / "deskhand" / "audit").iterdir())
+    audit = "".join(
+        p.read_text() for p in (root / "state" / "deskhand" / "audit").glob("audit.jsonl*")
+    )
     assert audit.count('"tool":"list_apps"') >= 2 and "doctor (deskhandctl" in audit
     assert '"event": "backend.recipe"' in d.log_text()
     assert d.stop() == 0
