@@ -98,9 +98,10 @@ KNOWN_FAILURES: Final = (
     (
         "runtime_missing",
         ("its runtime app is missing",),
-        "Sky says its service app is not running or not installed: open ChatGPT or Codex "
-        "(the Computer Use service starts with it), then run doctor again; if it keeps saying "
-        "so, relaunch ChatGPT.",
+        "Sky's client cannot reach the Computer Use service (it is not running, or has never "
+        "run here): open ChatGPT or Codex and use Computer Use there once, which starts the "
+        "service and sets it up, then run doctor again; if it keeps saying so, relaunch "
+        "ChatGPT.",
     ),
     (
         "computer_use_disabled",

@@ -1,12 +1,15 @@
 """Which backend process to start, and how: ``sky``, ``atspi``, ``sim``, ``command``, ``auto``.
 
-Pure apart from looking at the file system. Sky needs care (see the Sky protocol notes):
-``SkyComputerUseClient mcp`` only accepts tool calls when its parent process is signed by
-OpenAI, so it is started behind a signed ``codex`` as a jump host, from
-``$CODEX_HOME/computer-use``, with one of the command lines in
-:mod:`deskhand_d.backends.skylaunch` (the predecessor's ``codex sandbox -P :danger-full-access
---allow-unix-socket <IPC dir> <client> mcp`` first), spawned as its own responsible process
-where macOS allows it. Every part of Sky's runtime that is missing is named in the refusal.
+Pure apart from looking at the file system and, for Sky, asking the ``codex`` found what its
+``sandbox`` command accepts (:mod:`deskhand_d.backends.codexprobe`: once per codex build, the
+answer cached). Sky needs care (see the Sky protocol notes): ``SkyComputerUseClient mcp`` only
+accepts tool calls when its parent process is signed by OpenAI, so it is started behind a
+signed ``codex`` as a jump host, from ``$CODEX_HOME/computer-use`` (or the folder holding the
+``Codex Computer Use.app`` the client was found in), with one of the command lines in
+:mod:`deskhand_d.backends.skylaunch` (the predecessor's ``codex sandbox --permissions-profile
+:danger-full-access --allow-unix-socket <IPC dir> -- <client> mcp`` first, spelt the way that
+codex takes it), spawned as its own responsible process where macOS allows it. Every part of
+Sky's runtime that is missing is named in the refusal.
 Every backend gets the daemon's environment minus every secret (:mod:`deskhand_d.childenv`):
 a backend has no business with them. ``secrets`` below are the configured secret variable
 *names* (``secrets.redact_env``).
@@ -31,7 +34,7 @@ from typing import Final
 import structlog
 
 from deskhand_d import paths
-from deskhand_d.backends import deskcheck, desktop, skylaunch
+from deskhand_d.backends import codexprobe, deskcheck, desktop, skylaunch
 from deskhand_d.backends.skylaunch import codex_home
 from deskhand_d.childenv import child_env
 from deskhand_d.config import BackendConfig
@@ -108,7 +111,7 @@ def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str])
         codex,
         codex_searched,
         skylaunch.ipc_dir(env),
-        skylaunch.working_dir(cfg.cwd, env),
+        skylaunch.working_dir(cfg.cwd, env, client),
     )
     if runtime is None:
         raise BackendUnavailable(
@@ -120,9 +123,29 @@ def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str])
                 "missing": [m.to_data() for m in missing],
             },
         )
-    memory = skylaunch.RecipeMemory(paths.state_dir(dict(env)) / skylaunch.MEMORY_NAME)
+    state = paths.state_dir(dict(env))
+    cache = codexprobe.ShapeCache(state / codexprobe.CACHE_NAME)
+    answer = codexprobe.shape_for(runtime.codex, child_env(env, secrets), runtime.cwd, cache)
+    shape = answer.shape
+    offered = [r for r in skylaunch.RECIPES if shape.offers(r)]
+    log.info(
+        "backend.codex_shape",
+        codex=str(runtime.codex),
+        version=shape.version,
+        shape=shape.describe(),
+        origin=answer.origin,
+        recipes=offered,
+        **({"detail": answer.detail} if answer.detail else {}),
+    )
+    notice = ""
+    if answer.origin == "assumed":
+        notice = (
+            f"could not tell which command lines this codex accepts ({answer.detail}); "
+            "Deskhand tries each one it knows"
+        )
+    memory = skylaunch.RecipeMemory(state / skylaunch.MEMORY_NAME)
     remembered = memory.read(runtime.codex) if cfg.sky_recipe == "auto" else ""
-    names, choice = skylaunch.order(cfg.sky_recipe, remembered)
+    names, choice = skylaunch.order(cfg.sky_recipe, remembered, offered)
 
     def remember(recipe: str) -> None:
         if cfg.sky_recipe != "auto":
@@ -135,9 +158,10 @@ def sky_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str])
     specs = [
         LaunchSpec(
             kind="sky",
-            argv=skylaunch.argv(name, runtime),
+            argv=skylaunch.argv(name, runtime, shape),
             env=child_env(env, secrets),
             cwd=str(runtime.cwd),
+            notice=notice,
             recipe=name,
             recipe_choice=choice,
             refusal=skylaunch.refusal,

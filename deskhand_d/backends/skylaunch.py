@@ -5,12 +5,27 @@ Sky's client (``SkyComputerUseClient mcp``) serves tool calls only to an OpenAI-
 so a signed ``codex`` runs it as a jump host (``../shared/specs/sky-protocol.md`` §1.4). Three
 command lines are known to work somewhere; none is known to work everywhere:
 
-* ``permissions_profile`` (first): ``codex sandbox -P :danger-full-access --allow-unix-socket
-  <IPC dir> <client> mcp``, from ``$CODEX_HOME/computer-use``. The predecessor's form, the one
-  its users ran. Without ``-P``, ``codex sandbox`` forces a read-only sandbox (codex's source,
-  not a run), whose seatbelt kills the client.
-* ``config_override``: ``codex sandbox -c sandbox_mode="danger-full-access" -- <client> mcp``.
+* ``permissions_profile`` (first): ``codex sandbox --permissions-profile :danger-full-access
+  --allow-unix-socket <IPC dir> -- <client> mcp``, from the working directory below. The
+  predecessor's form (it spelt the option ``-P``), the one its users ran. Without a profile,
+  ``codex sandbox`` forces a read-only sandbox (codex's source, not a run), whose seatbelt
+  kills the client.
+* ``config_override``: ``codex sandbox --config sandbox_mode="danger-full-access" -- <client>
+  mcp``.
 * ``sandbox_state``: ``codex sandbox --sandbox-state-json '{...}' -- <client> mcp``.
+
+How each is spelt follows what the installed codex says it accepts
+(:class:`~deskhand_d.backends.codexhelp.Shape`: ``sandbox`` or ``sandbox macos``, each option's
+long name where it has one, the unix-socket allowance only where offered), and a recipe whose
+option this codex lacks is not tried unless it is pinned. ``--`` always stands before the
+client's command line.
+
+The Computer Use service's folder in its group container (``~/Library/Group Containers/
+2DC432GLL2.com.openai.sky.CUAService/IPC``) is only ever a string on codex's command line:
+since macOS 15 looking into another developer's group container can raise a privacy prompt
+naming Python (and on Python 3.11 and 3.12 ``Path.is_dir`` then raises), so nothing here
+stats, lists or opens anything in it. Whether the client can reach its service is Sky's to
+say, in its answer to the handshake or to ``list_apps``.
 
 A later recipe is tried only when the earlier one was *recognisably refused* before the
 handshake finished (:func:`refusal`): codex rejected the command line, or its sandbox aborted
@@ -19,7 +34,7 @@ question of the recipe and is reported as it is. The recipe that worked is remem
 ``codex`` (:class:`RecipeMemory`, a small file in the state directory) and tried first next
 time; ``backend.sky_recipe`` pins one, and then nothing else is tried.
 
-Pure apart from looking at the file system and the memory file.
+Pure apart from looking at the file system (never the group container) and the memory file.
 """
 
 from __future__ import annotations
@@ -32,12 +47,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from deskhand_d.backends.codexhelp import ASSUMED, Shape
+
 RECIPES: Final = ("permissions_profile", "config_override", "sandbox_state")
 SKY_TEAM_CONTAINER: Final = "2DC432GLL2.com.openai.sky.CUAService"
 MEMORY_NAME: Final = "sky-recipe.json"
 
+SERVICE_APP: Final = "Codex Computer Use.app"
 CLIENT_IN_APP: Final = (
-    "Codex Computer Use.app/Contents/SharedSupport/SkyComputerUseClient.app/"
+    f"{SERVICE_APP}/Contents/SharedSupport/SkyComputerUseClient.app/"
     "Contents/MacOS/SkyComputerUseClient"
 )
 
@@ -59,15 +77,28 @@ def codex_home(env: Mapping[str, str]) -> Path:
 
 
 def ipc_dir(env: Mapping[str, str]) -> Path:
-    """The Computer Use service's socket folder, which the sandbox must let the client reach."""
+    """The Computer Use service's socket folder, which the sandbox must let the client reach.
+
+    A path to hand codex as text, never to look at (see the module notes)."""
     home = Path(env.get("HOME") or "~").expanduser()
     return home / "Library" / "Group Containers" / SKY_TEAM_CONTAINER / "IPC"
 
 
-def working_dir(cwd: str, env: Mapping[str, str]) -> Path:
-    """``backend.cwd``, else ``$CODEX_HOME/computer-use`` (never the daemon's own cwd, which
-    is ``/`` under launchd)."""
-    return Path(cwd) if cwd else codex_home(env) / "computer-use"
+def working_dir(cwd: str, env: Mapping[str, str], client: Path | None = None) -> Path:
+    """``backend.cwd``; else ``$CODEX_HOME/computer-use``; else, when that does not exist and
+    the client was found inside a ``Codex Computer Use.app`` (in ChatGPT.app, Codex.app or the
+    plugin cache), the folder holding that app, which is what ``$CODEX_HOME/computer-use`` is
+    to the canonical install. Never the daemon's own cwd, which is ``/`` under launchd."""
+    if cwd:
+        return Path(cwd)
+    canonical = codex_home(env) / "computer-use"
+    if canonical.is_dir() or client is None:
+        return canonical
+    parts = client.parts
+    if SERVICE_APP in parts[:-1]:
+        at = len(parts) - 1 - parts[::-1].index(SERVICE_APP)
+        return Path(*parts[:at])
+    return canonical
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +121,7 @@ class Missing:
 class Runtime:
     client: Path
     codex: Path
-    ipc: Path
+    ipc: Path  # never looked at: only passed to codex
     cwd: Path
 
 
@@ -102,7 +133,10 @@ def check_runtime(
     ipc: Path,
     cwd: Path,
 ) -> tuple[Runtime | None, list[Missing]]:
-    """The runtime, or every part of it that is missing, each with its own fix."""
+    """The runtime, or every part of it that is missing, each with its own fix.
+
+    ``ipc`` is not checked (see the module notes): a service that never ran is Sky's to report,
+    and doctor's ``runtime_missing`` finding says to use Computer Use once."""
     missing: list[Missing] = []
     if client is None:
         missing.append(
@@ -124,15 +158,6 @@ def check_runtime(
                 "inside one of them",
             )
         )
-    if not ipc.is_dir():
-        missing.append(
-            Missing(
-                "the Computer Use service's IPC folder",
-                (str(ipc),),
-                "open ChatGPT or Codex and use Computer Use there once, so that its service "
-                "starts and creates the folder",
-            )
-        )
     if not cwd.is_dir():
         missing.append(
             Missing(
@@ -147,40 +172,42 @@ def check_runtime(
     return Runtime(client=client, codex=codex, ipc=ipc, cwd=cwd), []
 
 
-def argv(recipe: str, rt: Runtime) -> tuple[str, ...]:
-    """The jump host's command line for ``recipe``."""
-    codex, client = str(rt.codex), str(rt.client)
+def argv(recipe: str, rt: Runtime, shape: Shape = ASSUMED) -> tuple[str, ...]:
+    """The jump host's command line for ``recipe``, spelt the way this codex takes it.
+
+    A pinned recipe whose option the shape lacks is spelt as the predecessor spelt it, for
+    codex to accept or refuse."""
+    head = (str(rt.codex), *shape.subcommand)
+    client = ("--", str(rt.client), "mcp")
     if recipe == "permissions_profile":
-        return (
-            codex,
-            "sandbox",
-            "-P",
-            ":danger-full-access",
-            "--allow-unix-socket",
-            str(rt.ipc),
-            client,
-            "mcp",
-        )
+        socket = (shape.unix_socket, str(rt.ipc)) if shape.unix_socket else ()
+        return (*head, shape.profile or ASSUMED.profile, ":danger-full-access", *socket, *client)
     if recipe == "config_override":
-        return (codex, "sandbox", "-c", 'sandbox_mode="danger-full-access"', "--", client, "mcp")
+        config = shape.config or ASSUMED.config
+        return (*head, config, 'sandbox_mode="danger-full-access"', *client)
     if recipe == "sandbox_state":
         state = {
             "permissionProfile": {"type": "disabled", "fileSystem": {"type": "unrestricted"}},
             "sandboxCwd": rt.cwd.absolute().as_uri(),
         }
         compact = json.dumps(state, separators=(",", ":"))
-        return (codex, "sandbox", "--sandbox-state-json", compact, "--", client, "mcp")
+        option = shape.state_json or ASSUMED.state_json
+        return (*head, option, compact, *client)
     raise ValueError(f"unknown Sky recipe {recipe!r}")
 
 
-def order(pinned: str, remembered: str) -> tuple[tuple[str, ...], str]:
+def order(
+    pinned: str, remembered: str, offered: Sequence[str] = RECIPES
+) -> tuple[tuple[str, ...], str]:
     """The recipes to try, in order, and why that order: ``pinned``, ``remembered`` or
-    ``default``."""
+    ``default``. Only the ``offered`` ones (those this codex has the options for) are tried,
+    unless one is pinned: a pin is the person's word and codex answers it."""
     if pinned != "auto":
         return (pinned,), "pinned"
-    if remembered in RECIPES and remembered != RECIPES[0]:
-        return (remembered, *(r for r in RECIPES if r != remembered)), "remembered"
-    return RECIPES, "remembered" if remembered == RECIPES[0] else "default"
+    usable = tuple(r for r in RECIPES if r in offered) or RECIPES
+    if remembered in usable and remembered != usable[0]:
+        return (remembered, *(r for r in usable if r != remembered)), "remembered"
+    return usable, "remembered" if remembered == usable[0] else "default"
 
 
 def refusal(returncode: int | None, stderr: Sequence[str]) -> str:

@@ -78,9 +78,10 @@ def _codes(result: dict[str, object]) -> list[str]:
 
 
 def test_the_predecessors_recipe_goes_first_and_list_apps_proves_the_path(root: Path) -> None:
-    """A codex that needs -P: the first recipe is the predecessor's command line, run from
-    ~/.codex/computer-use; the handshake and a read-only list_apps pass (audited as doctor's),
-    and nothing else is sent."""
+    """A codex that needs -P: the first recipe is the predecessor's command line (its options
+    spelt long, as this codex's help lists them), run from ~/.codex/computer-use; the
+    handshake and a read-only list_apps pass (audited as doctor's), and nothing else is
+    sent."""
     fake = skyfake.install(root, codex_mode="needs_p")
     d = _start(root, fake)
     code, result, human = _both(d)
@@ -98,10 +99,11 @@ def test_the_predecessors_recipe_goes_first_and_list_apps_proves_the_path(root: 
     assert first["argv"] == [
         str(fake.codex),
         "sandbox",
-        "-P",
+        "--permissions-profile",
         ":danger-full-access",
         "--allow-unix-socket",
         str(fake.ipc),
+        "--",
         str(fake.client),
         "mcp",
     ]
@@ -122,10 +124,11 @@ def test_the_predecessors_recipe_goes_first_and_list_apps_proves_the_path(root: 
 
 def test_fallback_on_recognisable_refusals_and_memory(root: Path) -> None:
     """An older codex that knows no -P (usage error) and runs -c read-only (the client is
-    aborted, exit 134): both refusals are recognised, the third recipe works, is remembered
-    and goes first next time; each refusal is logged."""
+    aborted, exit 134), and whose help cannot be read (so every recipe is tried): both
+    refusals are recognised, the third recipe works, is remembered and goes first next time;
+    each refusal is logged."""
     fake = skyfake.install(root, codex_mode="ignores_c")
-    d = _start(root, fake)
+    d = _start(root, fake, FAKE_CODEX_HELP="fails")
     first = _doctor(d, "--json")
     assert first.returncode == 0, first.stdout + first.stderr
     result = json.loads(first.stdout)
@@ -217,9 +220,9 @@ def test_sigkill_at_start_reads_as_a_launch_constraint(root: Path) -> None:
 
 
 def test_missing_runtime_names_every_missing_path(root: Path) -> None:
-    """No client, no codex, no IPC folder, no working directory: nothing is started, and each
-    missing part is named with where it was looked for and its fix."""
-    fake = skyfake.install(root, client=False, codex=False, ipc=False, cwd=False)
+    """No client, no codex, no working directory: nothing is started, and each missing part is
+    named with where it was looked for and its fix."""
+    fake = skyfake.install(root, client=False, codex=False, cwd=False)
     d = _start(root, fake)
     code, result, human = _both(d)
     assert code == 1 and result["handshake_ok"] is False
@@ -228,11 +231,10 @@ def test_missing_runtime_names_every_missing_path(root: Path) -> None:
     assert [m["what"] for m in missing] == [
         "Sky's client SkyComputerUseClient",
         "a signed codex to start Sky from",
-        "the Computer Use service's IPC folder",
         "Computer Use's working directory",
     ]
     assert _codes(result) == ["runtime_missing"]
-    for path in (fake.client, fake.codex, fake.ipc, fake.cwd):
+    for path in (fake.client, fake.codex, fake.cwd):
         assert str(path) in human, path
     assert "Homebrew's codex is not signed by OpenAI" in human
     assert fake.codex_calls() == []

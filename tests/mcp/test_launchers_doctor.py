@@ -179,9 +179,6 @@ def _sky_home(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
     codex_home = home / ".codex"
     client = _exe(codex_home / "computer-use" / launchers._CLIENT_IN_APP)
     codex = _exe(tmp_path / "bin" / "codex")
-    (home / "Library" / "Group Containers" / skylaunch.SKY_TEAM_CONTAINER / "IPC").mkdir(
-        parents=True
-    )
     env = {
         "HOME": str(home),
         "CODEX_HOME": str(codex_home),
@@ -195,7 +192,8 @@ def _sky_home(tmp_path: Path) -> tuple[dict[str, str], Path, Path]:
 def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> None:
     """Sky is started behind codex sandbox from $CODEX_HOME/computer-use, with the
     predecessor's -P recipe first and the other two as fallbacks, as its own responsible
-    process where macOS allows it."""
+    process where macOS allows it. This placeholder codex says nothing about its options, so
+    they are spelt as the predecessor spelt them, with ``--`` before the client."""
     env, client, codex = _sky_home(tmp_path)
     ipc = Path(env["HOME"]) / "Library" / "Group Containers" / skylaunch.SKY_TEAM_CONTAINER
     spec = launchers.resolve(_cfg(DESKHAND_BACKEND="sky"), env)
@@ -206,6 +204,7 @@ def test_sky_found_through_codex_home_with_signed_jump_host(tmp_path: Path) -> N
         ":danger-full-access",
         "--allow-unix-socket",
         str(ipc / "IPC"),
+        "--",
         str(client),
         "mcp",
     )
@@ -299,7 +298,7 @@ def test_auto_on_macos_without_sky_refuses_instead_of_simulating(tmp_path: Path)
     assert caught.value.code == "backend_unavailable"
     message = caught.value.message
     assert "runtime is incomplete" in message and 'backend.kind = "sim"' in message
-    assert len(caught.value.data["missing"]) == 4  # client, codex, IPC folder, working dir
+    assert len(caught.value.data["missing"]) == 3  # client, codex, working dir
 
 
 def test_sky_without_signed_codex_is_refused(tmp_path: Path) -> None:
