@@ -5,7 +5,12 @@ tool call (``list_apps``), never an action. From what the backend said (stderr, 
 ended, the probe's result or the last error result) it reports how the advertised tool surface
 differs from what Deskhand expects, and recognises each known way Sky fails, each with what to
 do about it (:data:`KNOWN_FAILURES` for texts, :func:`exit_findings` for how a process ended,
-:func:`runtime_finding` for a runtime that is not installed).
+:func:`start_hung_finding` for a start Deskhand gave up on, :func:`runtime_finding` for a
+runtime that is not installed).
+
+Who ended a process matters: a SIGKILL is a launch-constraint clue only when Deskhand did not
+send it. After a start phase timed out, Deskhand stops the process itself (SIGTERM, then
+SIGKILL), and that is reported as the timeout it is.
 """
 
 from __future__ import annotations
@@ -127,13 +132,17 @@ def findings(texts: Iterable[str]) -> list[Finding]:
     return out
 
 
-def exit_findings(returncode: int | None, recipe: str = "", choice: str = "") -> list[Finding]:
+def exit_findings(
+    returncode: int | None, recipe: str = "", choice: str = "", *, sigkill_sent: bool = False
+) -> list[Finding]:
     """What the way Sky's jump host ended before its handshake says (nothing for others).
 
     A launch-constraint kill leaves no text behind, only SIGKILL (-9 from the process itself,
     137 from a parent that reports it like a shell); the sandbox's abort is exit 134.
+    ``sigkill_sent``: Deskhand sent the process group SIGKILL itself, so such a status is
+    its own doing and says nothing about a launch constraint.
     """
-    if returncode in (-9, 137):
+    if returncode in (-9, 137) and not sigkill_sent:
         return [
             Finding(
                 code="launch_constraint",
@@ -161,6 +170,24 @@ def exit_findings(returncode: int | None, recipe: str = "", choice: str = "") ->
             )
         ]
     return []
+
+
+def start_hung_finding(phase: str, waited_s: float, signals: Iterable[str]) -> Finding:
+    """A start phase got no answer within ``backend.start_timeout_s`` and Deskhand stopped
+    the jump host (``signals``: what it sent, in order)."""
+    method = {"tools_list": "tools/list"}.get(phase, phase or "its handshake")
+    sent = list(signals)
+    how = f" with {' then '.join(sent)}" if sent else ""
+    return Finding(
+        code="start_hung",
+        evidence=f"the Sky client did not answer {method} within {waited_s:g} s; Deskhand "
+        f"stopped it{how}",
+        remedy="Deskhand gave up waiting, so this is not a crash or a launch constraint. Look "
+        "for a prompt on screen (an Automation request for codex, or Computer Use asking for "
+        "its permissions) and answer it, open ChatGPT or Codex so that the Computer Use "
+        "service runs, and if this Mac is slow raise backend.start_timeout_s; then run doctor "
+        "again.",
+    )
 
 
 def recipe_finding(recipe: str, choice: str, detail: str) -> Finding:

@@ -23,6 +23,13 @@ Theory of operation.
 * **Unknown outcomes.** If a call is in flight when the deadline passes, the process dies, a
   pipe breaks or garbage arrives, the call ends in :class:`OutcomeUnknown` and the process is
   shut down. Nothing is retried or replayed; the next request starts a fresh process.
+* **Closing.** Whoever closes a process (the daemon's stop, the emergency stop, a revocation,
+  a failure), it is stopped in the MCP order (:meth:`ProcessTransport.aclose`), and how it
+  ended is kept for ``doctor``: its status, its last stderr lines, what it printed before the
+  handshake, and the signals Deskhand sent it. A start that timed out says that Deskhand
+  stopped it, so a SIGKILL of ours is never read as macOS's. Closing a Sky client that
+  finished its handshake also ends its turn (:mod:`deskhand_d.mcp.turnend`), in the
+  background; the next start waits for that.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from deskhand_d.errors import (
     OutcomeUnknown,
 )
 from deskhand_d.mcp import approvals as ap
+from deskhand_d.mcp import turnend
 from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
 from deskhand_d.mcp.fastlock import FastLock
 from deskhand_d.mcp.info import (
@@ -90,11 +98,22 @@ class BackendConnection:
         self.last_stderr: list[str] = []
         self.last_returncode: int | None = None
         self.last_error_text = ""
+        # The signals Deskhand sent the last process ("SIGTERM", "SIGKILL"), the start phase
+        # that timed out and how long it waited, and what it printed before its handshake
+        # that was not JSON-RPC (skipped).
+        self.last_signals: tuple[str, ...] = ()
+        self.last_timeout: tuple[str, float] | None = None
+        self.last_prelude: list[str] = []
         # How the last start went, recipe by recipe (Sky), which spec runs, and whether macOS
         # counts it as its own responsible process.
         self.attempts: list[RecipeAttempt] = []
         self.started_spec: LaunchSpec | None = None
         self.responsibility = ""
+        # Sky turn-ended notifications still running; a new start waits for them.
+        self.turn_end_timeout_s = turnend.TIMEOUT_S
+        self._turn_ends = 0
+        self._turn_ends_done = trio.Event()
+        self._turn_ends_done.set()
 
     # ----- life cycle -----------------------------------------------------------------------
 
@@ -129,9 +148,12 @@ class BackendConnection:
         when the previous one was recognisably refused before its handshake finished."""
         first = self.resolve_launch()
         chain = (first, *first.fallbacks)
+        # A turn-ended still on its way could end the new client's turn instead (bounded).
+        await self._turn_ends_done.wait()
         self.attempts = []
         for n, spec in enumerate(chain):
             self.last_returncode, self.last_stderr = None, []
+            self.last_signals, self.last_timeout, self.last_prelude = (), None, []
             try:
                 proc = await self._start_one(spec)
             except BackendUnavailable as exc:
@@ -184,7 +206,7 @@ class BackendConnection:
                 data={"backend": spec.kind},
             ) from None
         self.processes_started += 1
-        proc = Process(transport)
+        proc = Process(transport, spec)
         if spec.notice:
             log.info("backend.notice", backend=spec.kind, notice=spec.notice)
         self.responsibility = transport.responsibility
@@ -200,6 +222,14 @@ class BackendConnection:
         await self._nursery.start(self._run_process, proc)
         try:
             proc.info = await self._initialize(proc)
+        except BackendTimeout as exc:
+            await self._shutdown(proc)
+            phase = str(exc.data.get("phase", ""))
+            self.last_timeout = (phase, self.start_timeout_s)
+            raise BackendTimeout(
+                f"{exc.message}; Deskhand stopped it ({_how_stopped(self.last_signals)})",
+                data=exc.data,
+            ) from None
         except BaseException:
             await self._shutdown(proc)
             raise
@@ -249,14 +279,19 @@ class BackendConnection:
                     break
             if scope.cancelled_caught:
                 raise BackendTimeout(
-                    f"the backend did not answer {method} in time", data={"phase": phase}
+                    f"the backend did not answer {method} within {self.start_timeout_s:g} s",
+                    data={"phase": phase},
                 )
         finally:
             proc.current = None
             proc.release_reader()
         if isinstance(event, Died):
+            what = "did not speak MCP" if event.cause == "protocol_error" else "stopped"
+            detail = event.detail
+            if proc.prelude.lines and event.cause != "protocol_error":
+                detail += f"; before that it printed {proc.prelude.quote()}"
             raise BackendUnavailable(
-                f"the backend stopped during {method}: {event.detail}; "
+                f"the backend {what} during {method}: {detail}; "
                 "run `deskhandctl doctor` to check it",
                 data={"phase": phase, "cause": event.cause},
             )
@@ -284,14 +319,41 @@ class BackendConnection:
         await proc.transport.aclose()
         self.last_stderr = list(proc.transport.stderr_tail)
         self.last_returncode = proc.transport.process.returncode
+        self.last_signals = tuple(proc.transport.signals_sent)
+        self.last_prelude = list(proc.prelude.lines)
         proc.scope.cancel()
         if self._proc is proc:
             self._proc = None
+        self._end_turn(proc)
+
+    def _end_turn(self, proc: Process) -> None:
+        """Sky: end the closed client's turn, in the background (see turnend)."""
+        spec = proc.spec
+        argv = turnend.argv_for(spec) if spec is not None and proc.info is not None else None
+        if spec is None or argv is None:
+            return  # not Sky, or a client that never finished its handshake: no turn began
+        if self._turn_ends == 0:
+            self._turn_ends_done = trio.Event()
+        self._turn_ends += 1
+        self._nursery.start_soon(self._run_turn_end, spec, argv)
+
+    async def _run_turn_end(self, spec: LaunchSpec, argv: tuple[str, ...]) -> None:
+        try:
+            await turnend.run(spec, argv, timeout_s=self.turn_end_timeout_s)
+        finally:
+            self._turn_ends -= 1
+            if self._turn_ends == 0:
+                self._turn_ends_done.set()
 
     async def aclose(self) -> None:
         """Stop the backend process (if any), following the MCP shutdown order."""
         if self._proc is not None:
             await self._shutdown(self._proc)
+
+    @property
+    def turn_ends_pending(self) -> int:
+        """Sky turn-ended notifications still running."""
+        return self._turn_ends
 
     @property
     def running_pid(self) -> int | None:
@@ -419,6 +481,14 @@ class BackendConnection:
             await self._shutdown(proc)
 
 
+def _how_stopped(signals: tuple[str, ...]) -> str:
+    if not signals:
+        return "it ended when its input was closed"
+    if signals[-1] == "SIGKILL":
+        return "with SIGKILL, after SIGTERM did not end it"
+    return f"with {signals[-1]}"
+
+
 @asynccontextmanager
 async def open_backend(
     launch: LaunchSpec | Callable[[], LaunchSpec],
@@ -426,7 +496,8 @@ async def open_backend(
     call_timeout_s: float = 30.0,
     start_timeout_s: float = 15.0,
 ) -> AsyncIterator[BackendConnection]:
-    """A backend connection whose process (if started) is stopped when the block exits."""
+    """A backend connection whose process (if started) is stopped when the block exits; the
+    block ends once Sky's turn-ended notifications (bounded) have run."""
     async with trio.open_nursery() as nursery:
         conn = BackendConnection(
             nursery, launch, call_timeout_s=call_timeout_s, start_timeout_s=start_timeout_s

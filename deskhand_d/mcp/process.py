@@ -11,7 +11,9 @@ watcher's wait for readability, which trio unregisters synchronously.
 Routing: responses go to the call in flight (by id), ``ping`` is answered ``{}``,
 ``elicitation/create`` goes through the call's approval state and, if the person must decide,
 to the calling task; any other server request gets -32601. Anything that is not JSON-RPC, an
-oversized line or EOF marks the process dead and wakes the call with :class:`Died`.
+oversized line or EOF marks the process dead and wakes the call with :class:`Died`, with one
+exception: until the reply to ``initialize``, lines that are not JSON-RPC messages at all are
+skipped within bounds (:mod:`deskhand_d.mcp.prelude`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ import trio
 
 from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.fastlock import FastLock
-from deskhand_d.mcp.info import ApprovalCallback, ServerInfo
+from deskhand_d.mcp.info import ApprovalCallback, LaunchSpec, ServerInfo
+from deskhand_d.mcp.prelude import Prelude
 from deskhand_d.mcp.session import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -91,9 +94,11 @@ class Process:
     synchronously.
     """
 
-    def __init__(self, transport: ProcessTransport) -> None:
+    def __init__(self, transport: ProcessTransport, spec: LaunchSpec | None = None) -> None:
         self.transport = transport
+        self.spec = spec  # how it was started (Sky: its turn is ended the same way)
         self.session = McpSession()
+        self.prelude = Prelude()
         self.info: ServerInfo | None = None
         self.current: PendingCall | None = None  # the call in flight, if any
         self.dead: Died | None = None
@@ -171,6 +176,14 @@ class Process:
             return
         for line in item:
             event = self.session.receive(line)
+            if self.prelude.open:
+                if isinstance(event, Invalid) and event.noise:
+                    self._skip(line)
+                    if self.dead is not None:
+                        return
+                    continue
+                if isinstance(event, Response | ErrorResponse) and event.method == "initialize":
+                    self.prelude.open = False
             if isinstance(event, ServerRequest):
                 with trio.CancelScope(shield=True):  # never abandon a reply half written
                     await self.on_server_request(event)
@@ -178,6 +191,16 @@ class Process:
                 self.route(event)
             if self.dead is not None:
                 return
+
+    def _skip(self, line: bytes) -> None:
+        """A line before the handshake's reply that is not JSON-RPC (see the module notes)."""
+        failure = self.prelude.skip(line)
+        if failure:
+            self.mark_dead(Died("protocol_error", failure))
+            return
+        # The text may hold anything, like stderr: debug only.
+        log.info("backend.stdout_skipped", bytes=len(line), skipped=self.prelude.count)
+        log.debug("backend.stdout_line", line=line[:2000].decode("utf-8", "replace"))
 
     def route(self, event: Response | ErrorResponse | Notification | Stray | Invalid) -> None:
         if isinstance(event, Invalid):

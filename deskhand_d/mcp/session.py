@@ -8,7 +8,8 @@ which are pending and for what method, and turns every received line into exactl
 * :class:`Notification`;
 * :class:`Stray` (a response to nothing we are waiting for: a late answer to a cancelled
   request, or a parse-error reply carrying the server's own random id);
-* :class:`Invalid` (not JSON-RPC at all: a protocol violation).
+* :class:`Invalid` (not JSON-RPC: a protocol violation; ``noise`` when the line is not a
+  JSON-RPC message at all, such as a warning printed before the handshake).
 
 A server request is told apart from a response by the presence of ``method``, never by the type
 or value of its id: servers number their own requests independently (the official SDK from 0 or
@@ -70,6 +71,7 @@ class Stray:
 @dataclass(frozen=True, slots=True)
 class Invalid:
     reason: str
+    noise: bool = False  # not JSON, not an object, or not JSON-RPC 2.0 (vs. a broken message)
 
 
 Event = Response | ErrorResponse | ServerRequest | Notification | Stray | Invalid
@@ -126,11 +128,11 @@ class McpSession:
         try:
             msg = _decoder.decode(line)
         except (msgspec.DecodeError, RecursionError):
-            return Invalid("a line from the backend is not valid JSON")
+            return Invalid("a line from the backend is not valid JSON", noise=True)
         if not isinstance(msg, dict):
-            return Invalid("a message from the backend is not a JSON object")
+            return Invalid("a message from the backend is not a JSON object", noise=True)
         if msg.get("jsonrpc") != JSONRPC:
-            return Invalid("a message from the backend is not JSON-RPC 2.0")
+            return Invalid("a message from the backend is not JSON-RPC 2.0", noise=True)
         method = msg.get("method")
         if method is not None:
             if not isinstance(method, str):

@@ -10,6 +10,13 @@ responsible process. It has no header, so it is looked up at run time: where it 
 (older macOS, or not macOS at all) the child is spawned the same way without it, and
 :attr:`Spawned.responsibility` says so.
 
+The setter returning 0 only says the attribute was accepted, not that macOS honoured it. So
+right after the spawn the child's responsible process is asked for with the private
+``responsibility_get_pid_responsible_for_pid`` (looked up the same way) and the answer is
+judged by :func:`judge_responsibility`: the child itself means disclaimed, Deskhand (or the
+process responsible for Deskhand) means not. Where the lookup is missing, the text says that
+the result could not be checked.
+
 Everything else repeats what :mod:`subprocess` does for the other backends: three pipes, the
 working directory (``posix_spawn_file_actions_addchdir_np``), a new session
 (``POSIX_SPAWN_SETSID``), default dispositions for the signals Python ignores (SIGPIPE,
@@ -37,9 +44,11 @@ from typing import Any, Final
 import trio
 
 DISCLAIM_SYMBOL: Final = "responsibility_spawnattrs_setdisclaim"
+RESPONSIBLE_SYMBOL: Final = "responsibility_get_pid_responsible_for_pid"
 
-# C prototypes: name -> (return type, parameter types). The private disclaim function has no
-# header; LLDB and Chromium pass it the attribute object by address, like every setter.
+# C prototypes: name -> (return type, parameter types). The two private responsibility
+# functions have no header; LLDB and Chromium pass the disclaim setter the attribute object by
+# address, like every setter, and the lookup takes and returns a plain pid.
 SIGNATURES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "posix_spawn": (
         "int",
@@ -68,10 +77,13 @@ SIGNATURES: Final[dict[str, tuple[str, tuple[str, ...]]]] = {
     "sigemptyset": ("int", ("sigset_t *",)),
     "sigaddset": ("int", ("sigset_t *", "int")),
     DISCLAIM_SYMBOL: ("int", ("posix_spawnattr_t *", "int")),
+    RESPONSIBLE_SYMBOL: ("pid_t", ("pid_t",)),
 }
-OPTIONAL: Final = frozenset({"posix_spawn_file_actions_addclosefrom_np", DISCLAIM_SYMBOL})
+PRIVATE: Final = frozenset({DISCLAIM_SYMBOL, RESPONSIBLE_SYMBOL})
+"""The private functions: no header declares them, so no test can read their prototypes back."""
+OPTIONAL: Final = frozenset({"posix_spawn_file_actions_addclosefrom_np", *PRIVATE})
 """Functions that may be missing: glibc before 2.34 has no addclosefrom_np, and only macOS has
-the disclaim attribute. Every other one is required."""
+the responsibility functions. Every other one is required."""
 
 # Flag values from <spawn.h> (macOS: <sys/spawn.h>), checked by the test against the headers.
 if sys.platform == "darwin":
@@ -104,8 +116,10 @@ def ctype(c_type: str) -> Any:
         return ctypes.c_char_p
     if c_type == "char *const []":
         return ctypes.POINTER(ctypes.c_char_p)
+    if c_type == "pid_t":
+        return ctypes.c_int32  # pid_t is a 32-bit int on macOS and Linux
     if c_type == "pid_t *":
-        return ctypes.POINTER(ctypes.c_int32)  # pid_t is a 32-bit int on macOS and Linux
+        return ctypes.POINTER(ctypes.c_int32)
     if c_type.endswith("*"):
         return ctypes.c_void_p  # the opaque objects, passed by address
     raise ValueError(f"no ctypes type for {c_type!r}")
@@ -157,6 +171,81 @@ def _libc() -> _Libc:
 def disclaim_available() -> bool:
     """Whether this system's C library has the disclaim attribute (macOS 10.14 and later)."""
     return supported() and _libc().functions[DISCLAIM_SYMBOL] is not None
+
+
+def responsible_pid(pid: int) -> int | None:
+    """The pid macOS counts as responsible for ``pid``, as its private lookup answers it (a
+    value of 0 or less: it could not say), or None where there is no such lookup (every
+    system but macOS)."""
+    if not supported():
+        return None
+    lookup = _libc().functions[RESPONSIBLE_SYMBOL]
+    return None if lookup is None else int(lookup(pid))
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What macOS's answer about a child's responsible process means: ``disclaimed`` is None
+    when there was no answer to judge."""
+
+    disclaimed: bool | None
+    detail: str
+
+
+def judge_responsibility(
+    answer: int | None,
+    *,
+    child: int,
+    daemon: int,
+    daemon_responsible: int | None = None,
+    platform: str = sys.platform,
+) -> Judgement:
+    """Judge ``answer`` (:func:`responsible_pid` of ``child``). Pure.
+
+    The child itself: disclaimed. Deskhand (``daemon``), or whoever is responsible for
+    Deskhand (a terminal it was started from): not disclaimed, macOS still judges the child
+    by them.
+    """
+    if answer is None:
+        where = "this macOS" if platform == "darwin" else f"this system ({platform})"
+        return Judgement(None, f"not checked: {where} has no {RESPONSIBLE_SYMBOL}")
+    if answer <= 0:
+        return Judgement(
+            None,
+            "not checked: macOS did not say which process is responsible for the jump host "
+            f"(pid {child}; it answered {answer})",
+        )
+    if answer == child:
+        return Judgement(
+            True, f"macOS counts the jump host (pid {child}) as its own responsible process"
+        )
+    if answer == daemon:
+        who = f"Deskhand (pid {daemon})"
+    elif answer == daemon_responsible:
+        who = f"the process responsible for Deskhand (pid {answer})"
+    else:
+        who = f"another process (pid {answer})"
+    return Judgement(False, f"macOS counts {who} as responsible for the jump host (pid {child})")
+
+
+def responsibility_text(refused: str, judgement: Judgement) -> str:
+    """The line doctor shows: what the disclaim setter did (``refused``: why it could not be
+    asked, or ``""`` when it accepted) and what macOS said afterwards. Pure."""
+    if refused:
+        return f"not disclaimed: {refused}; {judgement.detail}"
+    if judgement.disclaimed is True:
+        return f"disclaimed: {judgement.detail}"
+    if judgement.disclaimed is False:
+        return f"not disclaimed: the spawn attribute was accepted, but {judgement.detail}"
+    return f"unconfirmed: the spawn attribute was accepted; {judgement.detail}"
+
+
+def _check_responsibility(refused: str, pid: int) -> str:
+    me = os.getpid()
+    judgement = judge_responsibility(
+        responsible_pid(pid), child=pid, daemon=me, daemon_responsible=responsible_pid(me)
+    )
+    return responsibility_text(refused, judgement)
 
 
 def _high_fd(fd: int) -> int:
@@ -211,7 +300,7 @@ def spawn_raw(
             c("posix_spawnattr_setsigdefault", ref_attr, ctypes.byref(defaults))
             c("sigemptyset", ctypes.byref(empty))
             c("posix_spawnattr_setsigmask", ref_attr, ctypes.byref(empty))
-            responsibility = _disclaim(c, ref_attr) if disclaim else "not asked"
+            refused = _disclaim(c, ref_attr) if disclaim else ""
             for target, fd in enumerate(stdio):
                 c("posix_spawn_file_actions_adddup2", ref_actions, fd, target)
             if cwd is not None:
@@ -231,7 +320,11 @@ def spawn_raw(
                 args,
                 envp,
             )
-            return pid.value, responsibility
+            if not disclaim:
+                return pid.value, "not asked"
+            # Asked at once, while the child is surely alive (a jump host stays until its
+            # client ends): the setter's 0 says nothing about whether macOS honoured it.
+            return pid.value, _check_responsibility(refused, pid.value)
         finally:
             c("posix_spawn_file_actions_destroy", ref_actions)
     finally:
@@ -239,14 +332,15 @@ def spawn_raw(
 
 
 def _disclaim(c: _Libc, ref_attr: Any) -> str:
+    """Set the disclaim attribute: ``""`` when the setter accepted it, else why not."""
     if c.functions[DISCLAIM_SYMBOL] is None:
         where = "this macOS" if sys.platform == "darwin" else f"this system ({sys.platform})"
-        return f"not disclaimed: {where} has no {DISCLAIM_SYMBOL}"
+        return f"{where} has no {DISCLAIM_SYMBOL}"
     try:
         c(DISCLAIM_SYMBOL, ref_attr, 1)
     except OSError as exc:
-        return f"not disclaimed: {exc.strerror}"
-    return "disclaimed: the jump host is its own responsible process"
+        return f"{DISCLAIM_SYMBOL} refused: {exc.strerror}"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)

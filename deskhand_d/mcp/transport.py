@@ -5,7 +5,8 @@ whichever task is the reader at the moment; a task drains stderr into debug logs
 backend's stderr may contain anything, so it never reaches info logs or clients). Writes are
 serialised. :meth:`ProcessTransport.aclose` follows the MCP stdio shutdown order: close stdin,
 wait, SIGTERM, wait, SIGKILL, each step bounded and shielded so a stuck child cannot hold the
-daemon up.
+daemon up; it records the signals it sent (:attr:`ProcessTransport.signals_sent`), so that a
+SIGKILL of Deskhand's own is never mistaken for one macOS sent.
 
 Most backends are started with trio's ``open_process``; one asked to disclaim responsibility
 (Sky's jump host) goes through :mod:`deskhand_d.mcp.spawn`, whose process object offers the
@@ -76,6 +77,8 @@ class ProcessTransport:
         self._splitter = LineSplitter(max_line)
         # The last stderr lines, kept for `doctor` (never logged above debug).
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        # The signals aclose sent the process group, in order ("SIGTERM", "SIGKILL").
+        self.signals_sent: list[str] = []
 
     @property
     def pid(self) -> int:
@@ -160,11 +163,13 @@ class ProcessTransport:
             with trio.move_on_after(STDIN_CLOSE_WAIT_S):
                 await proc.wait()
             if proc.returncode is None:
-                _signal_group(proc, signal.SIGTERM)
+                self.signals_sent.append(signal.SIGTERM.name)
+                signal_group(proc, signal.SIGTERM)
                 with trio.move_on_after(TERM_WAIT_S):
                     await proc.wait()
             if proc.returncode is None:
-                _signal_group(proc, signal.SIGKILL)
+                self.signals_sent.append(signal.SIGKILL.name)
+                signal_group(proc, signal.SIGKILL)
                 await proc.wait()
             # What a child said just before it died is the best clue doctor gets: let the
             # drain read it to the end before its pipe is closed (bounded: a grandchild may
@@ -177,7 +182,8 @@ class ProcessTransport:
         log.info("backend.stopped", pid=proc.pid, returncode=proc.returncode)
 
 
-def _signal_group(proc: ChildProcess, sig: int) -> None:
+def signal_group(proc: ChildProcess, sig: int) -> None:
+    """Signal the child's process group (falling back to the child alone)."""
     # The backend runs in its own session, so its helpers (e.g. a jump host) go with it.
     try:
         os.killpg(proc.pid, sig)

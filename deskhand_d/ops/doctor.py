@@ -123,7 +123,7 @@ async def _diagnose(
         wayland_input = ctx.services.config.backend.wayland_input
         checks = await desktop_checks(ctx.services.env, wayland_input=wayland_input)
     found: list[dx.Finding] = []
-    texts = [*backend.last_stderr]
+    texts = [*backend.last_stderr, *backend.last_prelude]
     probe: ActionProbe | None = None
     if chosen == "sky":
         if info is None:
@@ -149,7 +149,11 @@ async def _diagnose(
         if missing is not None:
             found.append(missing)
         if info is None and spec is not None and spec.recipe:
-            found += dx.exit_findings(backend.last_returncode, recipe, choice)
+            if backend.last_timeout is not None:
+                phase, waited = backend.last_timeout
+                found.append(dx.start_hung_finding(phase, waited, backend.last_signals))
+            killed = "SIGKILL" in backend.last_signals  # ours: never a launch constraint
+            found += dx.exit_findings(backend.last_returncode, recipe, choice, sigkill_sent=killed)
             last = attempts[-1] if attempts else None
             if last is not None and last.detail.startswith("codex did not accept"):
                 found.append(dx.recipe_finding(last.recipe, choice, last.detail))

@@ -5,7 +5,8 @@ and ``<signal.h>``, and the flag values and object sizes against a probe compile
 system's C compiler (skipped where there are no headers or no compiler). The spawn itself runs
 on Linux and macOS: pipes, working directory, a new session, default signal dispositions, the
 exact environment and no stray descriptors. The disclaim attribute exists only on macOS; off
-macOS the tests check that it is reported missing and never called.
+macOS the tests check that it is reported missing and never called. So does the lookup of a
+child's responsible process, whose answer is judged by a pure function tested on values.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def _prototype(headers: str, name: str) -> tuple[str, tuple[str, ...]] | None:
 
 def test_prototypes_match_the_platform_headers() -> None:
     """Every public function's return and parameter types are the ones the headers declare;
-    the private disclaim function has no header (only its lookup is tested, below)."""
+    the private responsibility functions have no header (only their lookup is tested, below)."""
     include = _include_dir()
     if include is None:
         pytest.skip("no C headers here (on macOS: install the Command Line Tools)")
@@ -94,7 +95,7 @@ def test_prototypes_match_the_platform_headers() -> None:
         headers += (include / "sys" / "signal.h").read_text()
     checked = []
     for name, declared in spawn.SIGNATURES.items():
-        if name == spawn.DISCLAIM_SYMBOL:
+        if name in spawn.PRIVATE:
             continue
         found = _prototype(headers, name)
         if found is None:
@@ -204,7 +205,11 @@ def test_spawn_runs_a_real_child(tmp_path: Path) -> None:
     assert seen["fds"][:3] == [0, 1, 2] and leak_w not in seen["fds"]
     assert len(seen["fds"]) <= 4  # 0-2 and the directory listing's own descriptor
     if sys.platform != "darwin":
-        assert responsibility.startswith("not disclaimed: this system (")
+        assert responsibility == (
+            f"not disclaimed: this system ({sys.platform}) has no "
+            "responsibility_spawnattrs_setdisclaim; not checked: this system "
+            f"({sys.platform}) has no responsibility_get_pid_responsible_for_pid"
+        )
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
@@ -261,7 +266,8 @@ def test_the_transport_uses_the_ctypes_path_when_asked() -> None:
         return asked.responsibility, plain.responsibility, kinds
 
     asked, plain, through_ctypes = trio.run(main)
-    assert through_ctypes and asked.startswith(("disclaimed", "not disclaimed")) and plain == ""
+    assert through_ctypes and plain == ""
+    assert asked.startswith(("disclaimed", "not disclaimed", "unconfirmed"))
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="off macOS only")
@@ -270,14 +276,62 @@ def test_no_disclaim_attribute_off_macos() -> None:
     assert spawn.disclaim_available() is False
 
 
+@pytest.mark.skipif(sys.platform == "darwin", reason="off macOS only")
+def test_no_responsibility_lookup_off_macos() -> None:
+    """The private lookup is looked up, found missing, and answers None (never called)."""
+    assert spawn._libc().functions[spawn.RESPONSIBLE_SYMBOL] is None
+    assert spawn.responsible_pid(os.getpid()) is None
+
+
+def test_judging_the_answer_about_responsibility() -> None:
+    """The child itself: disclaimed. Deskhand, or whoever is responsible for Deskhand: not.
+    No lookup, or no answer: not checked. And how doctor's line reads each way."""
+    judge = spawn.judge_responsibility
+    yes = judge(900, child=900, daemon=100, daemon_responsible=50)
+    assert yes == spawn.Judgement(
+        True, "macOS counts the jump host (pid 900) as its own responsible process"
+    )
+    ours = judge(100, child=900, daemon=100, daemon_responsible=50)
+    assert ours.disclaimed is False
+    assert (
+        ours.detail == "macOS counts Deskhand (pid 100) as responsible for the jump host (pid 900)"
+    )
+    terminal = judge(50, child=900, daemon=100, daemon_responsible=50)
+    assert terminal.disclaimed is False and "responsible for Deskhand (pid 50)" in terminal.detail
+    other = judge(77, child=900, daemon=100)
+    assert other.disclaimed is False and "another process (pid 77)" in other.detail
+    unsaid = judge(-1, child=900, daemon=100)
+    assert unsaid.disclaimed is None and unsaid.detail.startswith("not checked: macOS did not")
+    absent = judge(None, child=900, daemon=100, platform="darwin")
+    assert absent == spawn.Judgement(
+        None, "not checked: this macOS has no responsibility_get_pid_responsible_for_pid"
+    )
+
+    text = spawn.responsibility_text
+    assert text("", yes).startswith("disclaimed: macOS counts the jump host (pid 900)")
+    assert text("", ours) == (
+        "not disclaimed: the spawn attribute was accepted, but macOS counts Deskhand (pid 100) "
+        "as responsible for the jump host (pid 900)"
+    )
+    assert text("", absent).startswith("unconfirmed: the spawn attribute was accepted; not checked")
+    assert text("this macOS has no x", absent).startswith("not disclaimed: this macOS has no x; ")
+
+
 @pytest.mark.skipif(sys.platform != "darwin", reason="macOS only: not run on Linux CI")
 def test_disclaim_on_macos() -> None:
-    """On macOS 10.14+ the attribute exists and the child is spawned with it."""
+    """On macOS 10.14+ the attribute exists, the child is spawned with it, and macOS then
+    names the child as its own responsible process."""
     assert spawn.disclaim_available()
 
-    async def main() -> str:
-        started = spawn.spawn(["/usr/bin/true"], {}, None, disclaim=True)
-        await started.process.wait()
-        return started.responsibility
+    async def main() -> tuple[int, str]:
+        started = spawn.spawn(["/bin/cat"], {}, None, disclaim=True)  # alive until stdin ends
+        proc = started.process
+        assert proc.stdin is not None
+        await proc.stdin.aclose()
+        await proc.wait()
+        return proc.pid, started.responsibility
 
-    assert trio.run(main).startswith("disclaimed")
+    pid, responsibility = trio.run(main)
+    assert responsibility == (
+        f"disclaimed: macOS counts the jump host (pid {pid}) as its own responsible process"
+    )
