@@ -761,7 +761,8 @@ def test_macos_install_and_uninstall_drive_launchctl(
         "launchctl",
         # The first bootstrap fails the way launchd does right after a bootout.
         f'case "$1" in bootstrap) [ -e "{state}" ] || {{ : > "{state}"; '
-        'echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; };; esac',
+        'echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; };; esac\n'
+        + _PRINTS_JOB.format(runs=1),
     )
     assert service.main(["install", "--platform", "macos"]) == 0
     out = capsys.readouterr().out
@@ -773,6 +774,7 @@ def test_macos_install_and_uninstall_drive_launchctl(
         f"launchctl enable gui/{uid}/dev.deskhand.daemon",
         f"launchctl bootstrap gui/{uid} {plist}",
         f"launchctl bootstrap gui/{uid} {plist}",
+        f"launchctl print gui/{uid}/dev.deskhand.daemon",  # launchd started it: runs = 1
     ]
     job = plistlib.loads(plist.read_bytes())
     assert problems(job) == []
@@ -787,11 +789,120 @@ def test_macos_install_and_uninstall_drive_launchctl(
     assert "Input/output error); retrying" in out
 
     assert service.main(["uninstall", "--platform", "macos"]) == 0
-    assert box.calls()[5:] == [
+    assert box.calls()[6:] == [
         f"launchctl print gui/{uid}",
         f"launchctl bootout gui/{uid}/dev.deskhand.daemon",
     ]
     assert not plist.exists()
+
+
+# What `launchctl print gui/<uid>/<label>` shows of a loaded job (the fields read; the rest of
+# the real text is left out). Only `print` of the job prints it.
+_PRINTS_JOB = (
+    'case "$1 $2" in "print gui/"*/*) printf "gui/%s/dev.deskhand.daemon = {{\\n'
+    '\\tstate = not running\\n\\truns = {runs}\\n\\tlast exit code = (never exited)\\n}}\\n" '
+    '"$(id -u)";; esac'
+)
+
+
+def test_protected_folders_on_values() -> None:
+    """Desktop, Documents, Downloads and iCloud Drive under the home folder, whatever the case
+    of the names; nothing else, and nothing outside the home folder."""
+    home = "/Users/ana"
+    found = {
+        path: _units.protected_folder(path, home)
+        for path in (
+            "/Users/ana/Documents/deskhand/.venv/bin/deskhand-d",
+            "/Users/ana/documents/venv",
+            "/Users/ana/Desktop",
+            "/Users/ana/Downloads/x/../venv/bin/python3",
+            "/Users/ana/Library/Mobile Documents/com~apple~CloudDocs/dev/venv",
+            "/Users/ana/Documentsx/venv",
+            "/Users/ana/Library/Application Support/venv",
+            "/Users/ana/.local/share/deskhand-venv/bin/python3",
+            "/Users/ana/x/../../bob/Documents/venv",
+            "/opt/Documents/venv",
+        )
+    }
+    assert found == {
+        "/Users/ana/Documents/deskhand/.venv/bin/deskhand-d": "Documents",
+        "/Users/ana/documents/venv": "Documents",
+        "/Users/ana/Desktop": "Desktop",
+        "/Users/ana/Downloads/x/../venv/bin/python3": "Downloads",
+        "/Users/ana/Library/Mobile Documents/com~apple~CloudDocs/dev/venv": (
+            "iCloud Drive (~/Library/Mobile Documents)"
+        ),
+        "/Users/ana/Documentsx/venv": None,
+        "/Users/ana/Library/Application Support/venv": None,
+        "/Users/ana/.local/share/deskhand-venv/bin/python3": None,
+        "/Users/ana/x/../../bob/Documents/venv": None,
+        "/opt/Documents/venv": None,
+    }
+
+
+def test_macos_install_warns_about_a_protected_folder(
+    box: Sandbox, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A daemon under ~/Documents: the plan carries a protected_folder warning, shown by a
+    dry run, that names the folder and what to do; an installation elsewhere gets none."""
+    inside = [str(box.home / "Documents" / "dev" / ".venv" / "bin" / "deskhand-d")]
+    plan = service.plan_install(service.Platform.MACOS, os.environ, inside)
+    assert len(plan.warnings) == 1
+    service.print_dry_run(plan)
+    err = capsys.readouterr().err
+    assert f"protected_folder: the daemon command ({inside[0]}) is in your Documents folder" in err
+    assert "a prompt naming Python" in err and "outside Desktop, Documents, Downloads" in err
+    elsewhere = [str(box.root / "venv" / "bin" / "deskhand-d")]
+    assert service.plan_install(service.Platform.MACOS, os.environ, elsewhere).warnings == ()
+    assert service.plan_install(service.Platform.LINUX, os.environ, inside).warnings == ()
+
+
+def test_background_refusal_and_runs_on_values() -> None:
+    """EIO from bootstrap (and only from bootstrap) reads as a background item switched off;
+    launchctl print's runs count, a pid meaning at least one run, nothing when absent."""
+    bootstrap = ("launchctl", "bootstrap", "gui/501", "/p.plist")
+    assert _units.background_refused(bootstrap, 5, "Bootstrap failed: 5: Input/output error")
+    assert _units.background_refused(bootstrap, 1, "Bootstrap failed: 5: Input/output error")
+    assert not _units.background_refused(bootstrap, 1, "Bootstrap failed: 37: Operation already")
+    assert not _units.background_refused(("launchctl", "enable", "gui/501/x"), 5, "")
+    never = "gui/501/dev.deskhand.daemon = {\n\tstate = not running\n\truns = 0\n}\n"
+    assert _units.launchd_runs(never) == 0
+    assert _units.launchd_runs(never.replace("runs = 0", "runs = 3")) == 3
+    assert _units.launchd_runs("x = {\n\tpid = 812\n\tstate = running\n}\n") == 1
+    assert _units.launchd_runs("Could not find service") is None
+
+
+def test_macos_install_explains_eio_from_a_background_item_switched_off(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bootstrap keeps failing with EIO: after the retries, install exits 1 and says that
+    Allow in the Background is the likely cause, with where to switch it on."""
+    monkeypatch.setattr(service, "BOOTSTRAP_RETRY_S", 0.0)
+    box.fake(
+        "launchctl",
+        'case "$1" in bootstrap) echo "Bootstrap failed: 5: Input/output error" >&2; exit 5;; esac',
+    )
+    assert service.main(["install", "--platform", "macos"]) == 1
+    out, err = capsys.readouterr()
+    assert "background_not_allowed: launchd kept refusing to load the agent (EIO)" in err
+    assert "General → Login Items" in err and "Allow in the Background" in err
+    assert "plutil -lint" in err and "Deskhand is installed" not in out
+
+
+def test_macos_install_explains_an_agent_launchd_never_started(
+    box: Sandbox, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bootstrap works but launchd never starts the job (runs = 0): install exits 1 with the
+    same explanation instead of claiming the daemon runs."""
+    monkeypatch.setattr(service, "RUN_CHECK_S", 0.0)
+    monkeypatch.setattr(service, "RUN_CHECK_PAUSE_S", 0.0)
+    box.fake("launchctl", _PRINTS_JOB.format(runs=0))
+    assert service.main(["install", "--platform", "macos"]) == 1
+    out, err = capsys.readouterr()
+    uid = os.getuid()
+    assert box.calls()[-1] == f"launchctl print gui/{uid}/dev.deskhand.daemon"
+    assert "background_not_allowed: launchd loaded the agent but has not started" in err
+    assert "Allow in the Background" in err and "Deskhand is installed" not in out
 
 
 def test_unknown_platform_is_a_usage_error(

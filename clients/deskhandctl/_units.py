@@ -19,11 +19,15 @@ Placeholders (each replaced at install time by ``deskhandctl service install``):
 * ``@SOCKET_PATH@``: the absolute socket path (plist only; the socket unit uses ``%t``);
 * ``@LOG_DIR@``: the absolute directory for launchd's stdout/stderr files (plist only).
 
-The end of the module answers the two questions about where the units live: where they put
-things (socket, logs), and whether the service manager that would run them answers from here
-(:func:`manager_unreachable`). ``deskhandctl service`` asks that before it installs anything;
-autostart asks it before deferring to units that are installed. Every command of the service
-manager runs with :func:`manager_env`: no secret Deskhand knows reaches it.
+The end of the module answers the questions about where the units live: where they put
+things (socket, logs), whether the service manager that would run them answers from here
+(:func:`manager_unreachable`), and, on macOS, what keeps a LaunchAgent from running: an
+installation inside a privacy-protected folder (:func:`protected_folder`), and the agent's
+background item switched off under Login Items, which shows as ``bootstrap`` failing with EIO
+(:func:`background_refused`) or as a job launchd never starts (:func:`launchd_runs`).
+``deskhandctl service`` asks the manager question before it installs anything; autostart asks
+it before deferring to units that are installed. Every command of the service manager runs
+with :func:`manager_env`: no secret Deskhand knows reaches it.
 
 Standard library only; ``deskhand_d.paths`` is stdlib-only too. :func:`manager_env` alone
 reads the configuration (msgspec), when a service-manager command is about to run.
@@ -421,3 +425,63 @@ def manager_unreachable(probe: Sequence[str], env: Mapping[str, str]) -> str | N
         detail = done.stderr.strip().splitlines()
         return f"'{' '.join(probe)}' failed" + (f": {detail[0]}" if detail else "")
     return None
+
+
+# ----- what keeps a LaunchAgent from running on macOS --------------------------------------
+
+# Folders macOS guards with a privacy prompt (TCC) for every program that reads them: a
+# LaunchAgent's Python gets a prompt naming Python, or, with nobody to answer, cannot read its
+# own modules. iCloud Drive is ~/Library/Mobile Documents; Desktop and Documents may be synced
+# there too, but keep their names under the home folder.
+PROTECTED_FOLDERS: Final = (
+    (("Desktop",), "Desktop"),
+    (("Documents",), "Documents"),
+    (("Downloads",), "Downloads"),
+    (("Library", "Mobile Documents"), "iCloud Drive (~/Library/Mobile Documents)"),
+)
+
+
+def protected_folder(path: str, home: str) -> str | None:
+    """The privacy-protected folder of ``home`` that ``path`` lies in (its name as a person
+    knows it), or None. Both must be absolute. Pure; names are compared without regard to
+    case, as macOS's file systems compare them by default."""
+    parts = [p.casefold() for p in PurePosixPath(os.path.normpath(path)).parts]
+    base = [p.casefold() for p in PurePosixPath(os.path.normpath(home)).parts]
+    if parts[: len(base)] != base:
+        return None
+    rest = parts[len(base) :]
+    for folder, name in PROTECTED_FOLDERS:
+        if rest[: len(folder)] == [f.casefold() for f in folder]:
+            return name
+    return None
+
+
+BACKGROUND_FIX: Final = (
+    "open System Settings → General → Login Items (Login Items & Extensions on later "
+    "versions) and, under Allow in the Background, switch on the item for deskhand-d (macOS "
+    "may list it under its Python's name, such as python3); then run "
+    "`deskhandctl service install` again"
+)
+
+
+def background_refused(argv: Sequence[str], code: int, detail: str) -> bool:
+    """Whether a failed command is ``launchctl bootstrap`` refused with EIO: what launchd
+    answers on macOS 13 and later when the agent's background item is switched off (also,
+    for a few seconds, right after a ``bootout``, which the install retries first). Pure."""
+    return tuple(argv[:2]) == ("launchctl", "bootstrap") and (
+        code == 5 or "Input/output error" in detail
+    )
+
+
+_RUNS = re.compile(r"^\s*runs = (\d+)\s*$", re.MULTILINE)
+_PID = re.compile(r"^\s*pid = \d+\s*$", re.MULTILINE)
+
+
+def launchd_runs(printed: str) -> int | None:
+    """How often launchd has started the job, from ``launchctl print <job>``'s text: its
+    ``runs`` count (at least 1 while a ``pid`` is shown), or None when the text says neither
+    (the job is not loaded, or the format is unknown). Pure."""
+    runs = _RUNS.search(printed)
+    if _PID.search(printed):
+        return max(1, int(runs.group(1)) if runs else 1)
+    return int(runs.group(1)) if runs else None

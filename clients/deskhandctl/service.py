@@ -6,11 +6,18 @@ writing and removing those files, and driving ``systemctl --user`` or ``launchct
 templates belong to :mod:`deskhandctl._units`; every path convention (unit directories,
 socket, label) comes from :mod:`deskhand_d.paths`.
 
-Theory of operation: a run first builds a :class:`Plan` (directories, files, commands; no
-side effects), then prints it (``--dry-run``) or carries it out in this order: check that
-the service manager answers, run the ``before`` commands (uninstall stops the service
-first), change the files, run the ``after`` commands. Every message says what was done, not
-what was planned.
+Theory of operation: a run first builds a :class:`Plan` (directories, files, commands,
+warnings; no side effects), then prints it (``--dry-run``) or carries it out in this order:
+check that the service manager answers, run the ``before`` commands (uninstall stops the
+service first), change the files, run the ``after`` commands, and on macOS check that launchd
+started the agent. Every message says what was done, not what was planned.
+
+On macOS 13 and later an agent can be installed and still never run: its background item
+switched off under System Settings → General → Login Items ("Allow in the Background") makes
+``launchctl bootstrap`` fail with EIO, or leaves the job loaded and never started; either is
+explained with that fix (``background_not_allowed``). An installation inside a folder macOS
+guards with a privacy prompt (Desktop, Documents, Downloads, iCloud Drive) is warned about
+(``protected_folder``): launchd's Python could not read it without a prompt naming Python.
 
 When the service manager cannot be reached (no systemd user instance, e.g. over ssh or in a
 container; no GUI login on macOS), ``install`` writes nothing: files no manager reads would
@@ -19,9 +26,10 @@ only look like an installation, and ``deskhandctl`` starts the daemon on demand 
 not be told.
 
 Exit status: 0 when done (for ``uninstall`` also when the files are removed but no service
-manager could be told); 1 when a file could not be written or removed, or a service-manager
-command failed; 2 for bad usage; 69 (EX_UNAVAILABLE) when ``install`` found no service
-manager to hand the daemon to, and so changed nothing.
+manager could be told); 1 when a file could not be written or removed, a service-manager
+command failed, or launchd loaded the agent but did not start it; 2 for bad usage; 69
+(EX_UNAVAILABLE) when ``install`` found no service manager to hand the daemon to, and so
+changed nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +55,9 @@ PROG = "deskhandctl service"
 UNIT_MODE = 0o644
 PRIVATE_DIR_MODE = 0o700
 RETRY_PAUSE_S = 1.0  # between attempts of a Command with retry_s > 0
+BOOTSTRAP_RETRY_S = 15.0  # launchd refuses a label for a few seconds after its bootout
+RUN_CHECK_S = 10.0  # how long launchd gets to start the agent (RunAtLoad) before we say so
+RUN_CHECK_PAUSE_S = 0.5
 NO_MANAGER = 69  # sysexits EX_UNAVAILABLE, as deskhandctl uses it for "no daemon"
 
 
@@ -80,6 +91,9 @@ class Plan:
     # `before` command failed (its own commands may no longer apply to the changed files).
     manual: tuple[Command, ...] = ()
     done: str = ""
+    # Prints the job once loaded, to check that launchd started it (macOS install).
+    verify: Command | None = None
+    warnings: tuple[str, ...] = ()  # for the person, whatever the outcome
 
 
 def running_platform() -> Platform | None:
@@ -141,8 +155,9 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
         _launchctl("bootout", job, may_fail=True),  # a loaded older copy; fine if none
         _launchctl("enable", job),  # undo an earlier `launchctl disable`
         # Right after a bootout launchd may refuse the label for a few seconds (EIO).
-        _launchctl("bootstrap", domain, str(plist), retry_s=15.0),
+        _launchctl("bootstrap", domain, str(plist), retry_s=BOOTSTRAP_RETRY_S),
     )
+    home = env.get("HOME") or str(Path.home())
     return Plan(
         action="install",
         probe=Command(_units.manager_probe(macos=True)),
@@ -154,7 +169,34 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
             "while you are logged in.\n"
             f"Logs: {log_dir / _units.LOG_FILE_NAME}" + _temp_socket_note(sock, env)
         ),
+        verify=_launchctl("print", job),
+        warnings=_protected_warnings(command, home),
     )
+
+
+def _protected_warnings(command: Sequence[str], home: str) -> tuple[str, ...]:
+    """A warning when what launchd's Python must read lies in a privacy-protected folder."""
+    package = Path(paths.__file__).parent
+    places = (
+        ("the daemon command", command[0]),
+        ("the daemon command", os.path.realpath(command[0])),
+        ("the Python environment", sys.prefix),
+        ("the Python environment", os.path.realpath(sys.prefix)),
+        ("Deskhand's code", os.path.realpath(package)),
+    )
+    for what, where in places:
+        folder = _units.protected_folder(where, home)
+        if folder is not None:
+            return (
+                f"{PROG}: protected_folder: {what} ({where}) is in your {folder} folder, "
+                "which macOS guards with a privacy prompt: started by launchd, the daemon's "
+                "Python would need your permission to read it (a prompt naming Python, and no "
+                "start at all while nobody answers). Put Deskhand's virtual environment (and "
+                "any checkout it runs from) outside Desktop, Documents, Downloads and iCloud "
+                "Drive, for example `python3 -m venv ~/.local/share/deskhand-venv`, install "
+                "Deskhand there and run `deskhandctl service install` from it.",
+            )
+    return ()
 
 
 def _temp_socket_note(sock: Path, env: Mapping[str, str]) -> str:
@@ -227,21 +269,39 @@ def print_dry_run(plan: Plan) -> None:
     if plan.after:
         print("=== would run ===")
         print("\n".join(f"$ {c}" for c in plan.after))
+    if plan.verify is not None:
+        print("=== would then check that launchd started the daemon ===")
+        print(f"$ {plan.verify}")
+    for warning in plan.warnings:
+        print(warning, file=sys.stderr)
 
 
-def _run(commands: Sequence[Command]) -> list[Command]:
-    """Run in order; on the first real failure, return it and everything after it."""
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A command that failed for real: its exit status and what it said."""
+
+    command: Command
+    code: int
+    detail: str
+
+
+def _call(cmd: Command, env: Mapping[str, str]) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of one service-manager command; -1 when it cannot run."""
+    try:
+        done = subprocess.run(cmd.argv, env=env, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        return -1, "", str(exc.strerror)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _run(commands: Sequence[Command]) -> tuple[list[Command], Failure | None]:
+    """Run in order; on the first real failure, return it and everything from it on."""
     env = _units.manager_env(os.environ)  # no secret of Deskhand's for the service manager
     for i, cmd in enumerate(commands):
         deadline = time.monotonic() + cmd.retry_s
         for attempt in itertools.count():
-            try:
-                done = subprocess.run(
-                    cmd.argv, env=env, capture_output=True, text=True, check=False
-                )
-                code, detail = done.returncode, (done.stderr or done.stdout).strip()
-            except OSError as exc:
-                code, detail = -1, str(exc.strerror)
+            code, out, err = _call(cmd, env)
+            detail = (err or out).strip()
             if code == 0 or time.monotonic() >= deadline:
                 break
             if attempt == 0:
@@ -255,8 +315,38 @@ def _run(commands: Sequence[Command]) -> list[Command]:
             print(f"{PROG}: '{cmd}' failed with exit status {code}", file=sys.stderr)
             if detail:
                 print(detail, file=sys.stderr)
-            return list(commands[i:])
-    return []
+            return list(commands[i:]), Failure(cmd, code, detail)
+    return [], None
+
+
+def _explain_background(failure: Failure) -> None:
+    """``bootstrap`` still refused with EIO after the retries: on macOS 13 and later, the
+    agent's background item is switched off."""
+    if not _units.background_refused(failure.command.argv, failure.code, failure.detail):
+        return
+    print(
+        f"{PROG}: background_not_allowed: launchd kept refusing to load the agent (EIO) after "
+        f"retrying for {failure.command.retry_s:g} s. On macOS 13 and later it does this when "
+        f"Deskhand's background item is switched off: {_units.BACKGROUND_FIX}. If it is on, "
+        f"check the file with `plutil -lint {failure.command.argv[-1]}`.",
+        file=sys.stderr,
+    )
+
+
+def _never_started(verify: Command) -> bool:
+    """Whether launchd loaded the agent but has not started it within :data:`RUN_CHECK_S`
+    (RunAtLoad starts it at once). Only an explicit ``runs = 0`` counts: a job launchctl cannot
+    print, or a text without the count, proves nothing either way."""
+    env = _units.manager_env(os.environ)
+    deadline = time.monotonic() + RUN_CHECK_S
+    while True:
+        code, out, _ = _call(verify, env)
+        runs = _units.launchd_runs(out) if code == 0 else None
+        if runs != 0:
+            return False
+        if time.monotonic() >= deadline:
+            return True
+        time.sleep(RUN_CHECK_PAUSE_S)
 
 
 def _write(path: Path, text: str) -> None:
@@ -338,7 +428,7 @@ def carry_out(plan: Plan) -> int:
     reason = _units.manager_unreachable(plan.probe.argv, os.environ)
     if reason is not None and plan.writes:
         return _refuse_install(plan, reason)
-    failed_before = _run(plan.before) if reason is None else []
+    failed_before = _run(plan.before)[0] if reason is None else []
     try:
         _change_files(plan)
     except OSError as exc:
@@ -368,10 +458,21 @@ def carry_out(plan: Plan) -> int:
             plan.manual,
         )
         return 1
-    failed_after = _run(plan.after)
+    failed_after, failure = _run(plan.after)
     if failed_after:
+        if failure is not None:
+            _explain_background(failure)
         _print_commands(
             f"{_files_state(plan)}. To finish, fix the error above and run:", failed_after
+        )
+        return 1
+    if plan.verify is not None and _never_started(plan.verify):
+        print(
+            f"{PROG}: background_not_allowed: launchd loaded the agent but has not started "
+            f"the daemon within {RUN_CHECK_S:g} s ('{plan.verify}' says runs = 0). On macOS 13 "
+            "and later this is what happens when Deskhand's background item is switched off: "
+            f"{_units.BACKGROUND_FIX}. Until then clients find no daemon.",
+            file=sys.stderr,
         )
         return 1
     print(plan.done)
@@ -448,4 +549,6 @@ def main(argv: list[str]) -> int:
     note = _socket_override_note(platform, env) if args.action == "install" else None
     if note and status == 0:
         print(note, file=sys.stderr)
+    for warning in plan.warnings:
+        print(warning, file=sys.stderr)
     return status
