@@ -179,7 +179,8 @@ async def open_services(
             )
             queue = ActionQueue(cfg.native.queue_depth)
             await nursery.start(queue.serve)
-            native = _native_service(cfg, env, backend, queue, sessions)
+            backend_kind = await _backend_kind(cfg, backend)
+            native = _native_service(cfg, env, backend, backend_kind, queue, sessions)
             nursery.start_soon(_expire_sessions, sessions, native)
             nursery.start_soon(_every_few_seconds, native)
             yield Services(
@@ -200,10 +201,29 @@ async def open_services(
             await jev.aclose()
 
 
+STARTUP_RESOLVE_S = 5.0
+
+
+async def _backend_kind(cfg: Config, backend: BackendConnection) -> str:
+    """The backend kind ``auto`` stands for, as far as consent needs it (the simulator gets the
+    catalog platform). Resolving may ask programs (Sky's codex); start-up does not wait on them
+    for long: past ``STARTUP_RESOLVE_S`` the kind stays ``auto``, which means the OS's own
+    platform, right for every kind but the simulator, which ``auto`` picks without asking."""
+    if cfg.backend.kind != "auto":
+        return cfg.backend.kind
+    with trio.move_on_after(STARTUP_RESOLVE_S):
+        try:
+            return (await backend.resolve_launch()).kind
+        except DeskhandError:  # e.g. Sky not installed: the backend reports that on first use
+            pass
+    return cfg.backend.kind
+
+
 def _native_service(
     cfg: Config,
     env: MutableMapping[str, str],
     backend: BackendConnection,
+    backend_kind: str,
     queue: ActionQueue,
     sessions: SessionManager,
 ) -> NativeService:
@@ -222,10 +242,6 @@ def _native_service(
         audit = None
     if unfinished:
         log.warning("audit.unfinished_dispatches", count=len(unfinished))
-    try:
-        backend_kind = backend.resolve_launch().kind
-    except DeskhandError:  # e.g. Sky not installed: the backend reports that on first use
-        backend_kind = cfg.backend.kind
     gate = ConsentGate(
         platform=platforms.for_config(cfg, backend_kind),
         store=GrantsStore(GrantsFile(default_grants_path(env))),

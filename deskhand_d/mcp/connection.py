@@ -136,17 +136,24 @@ class BackendConnection:
             self._proc = proc
             return proc
 
-    def resolve_launch(self) -> LaunchSpec:
-        """The launch spec, resolving it now if it was given lazily (may raise)."""
+    async def resolve_launch(self) -> LaunchSpec:
+        """The launch spec, resolving it now if it was given lazily (may raise).
+
+        Resolving may run programs (Sky's ``codex --version`` and ``sandbox --help``, the desktop
+        checks of ``auto``) and wait on them, so it runs in a worker thread: the event loop, and
+        with it the emergency stop, never waits on a program that hangs.
+        """
         if self.launch is None:
             assert not isinstance(self._launch, LaunchSpec)
-            self.launch = self._launch()
+            resolved = await trio.to_thread.run_sync(self._launch, abandon_on_cancel=True)
+            if self.launch is None:  # another task may have resolved it meanwhile: keep one
+                self.launch = resolved
         return self.launch
 
     async def _start(self) -> Process:
         """Start the backend; for a backend with several recipes (Sky), try the next one only
         when the previous one was recognisably refused before its handshake finished."""
-        first = self.resolve_launch()
+        first = await self.resolve_launch()
         chain = (first, *first.fallbacks)
         # A turn-ended still on its way could end the new client's turn instead (bounded).
         await self._turn_ends_done.wait()

@@ -425,7 +425,7 @@ class NativeService:
         one queue, after its durable audit ``start`` record, its delivery stated."""
         await self._admit(caller, app, Checks(launching=True))
         with refused_if_raised():  # no launcher here (or no backend to say which): nothing ran
-            argv = launcher.command(app, self.backend.resolve_launch().kind)
+            argv = launcher.command(app, (await self.backend.resolve_launch()).kind)
         timeout_s = self.config.native.launch_timeout_s
 
         async def start() -> str:

@@ -73,7 +73,7 @@ async def doctor(ctx: RequestContext, req: Doctor) -> ResultBody:
     backend = ctx.services.backend
     configured: str = ctx.services.config.backend.kind
     wanted = req.backend
-    if not wanted or wanted == configured or _runs(backend, wanted):
+    if not wanted or wanted == configured or await _runs(backend, wanted):
         return await _diagnose(ctx, backend, configured)
     # Another kind than the daemon's: a throwaway connection, closed before we answer.
     cfg = msgspec.structs.replace(ctx.services.config.backend, kind=wanted)
@@ -91,10 +91,10 @@ async def doctor(ctx: RequestContext, req: Doctor) -> ResultBody:
     return msgspec.structs.replace(result, notice=notice)
 
 
-def _runs(backend: BackendConnection, kind: str) -> bool:
+async def _runs(backend: BackendConnection, kind: str) -> bool:
     """Is the daemon's own backend (resolved) of this kind?"""
     try:
-        return backend.resolve_launch().kind == kind
+        return (await backend.resolve_launch()).kind == kind
     except DeskhandError:
         return False
 
@@ -109,7 +109,7 @@ async def _diagnose(
     info = None
     spec: LaunchSpec | None = None
     try:
-        spec = backend.resolve_launch()
+        spec = await backend.resolve_launch()
         argv, notice, chosen = list(spec.argv), spec.notice, spec.kind
         info = await backend.handshake()
     except DeskhandError as exc:
