@@ -205,12 +205,12 @@ STARTUP_RESOLVE_S = 5.0
 
 
 async def _backend_kind(cfg: Config, backend: BackendConnection) -> str:
-    """The backend kind ``auto`` stands for, as far as consent needs it (the simulator gets the
-    catalog platform). Resolving may ask programs (Sky's codex); start-up does not wait on them
-    for long: past ``STARTUP_RESOLVE_S`` the kind stays ``auto``, which means the OS's own
-    platform, right for every kind but the simulator, which ``auto`` picks without asking."""
-    if cfg.backend.kind != "auto":
-        return cfg.backend.kind
+    """The backend's kind, resolved now so that consent (the simulator gets the catalog
+    platform) and ``status`` (which tells every client when the desktop is simulated) know it.
+    Resolving may ask programs (Sky's codex); start-up does not wait on them for long: past
+    ``STARTUP_RESOLVE_S`` the configured kind stands (``auto``: the OS's own platform, right for
+    every kind but the simulator, which is resolved without asking anything), and the first
+    call resolves it."""
     with trio.move_on_after(STARTUP_RESOLVE_S):
         try:
             return (await backend.resolve_launch()).kind
