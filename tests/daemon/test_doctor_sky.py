@@ -10,7 +10,6 @@ diagnosis and the fix that doctor prints, in JSON and for a person.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,34 +17,28 @@ from pathlib import Path
 
 import pytest
 from dhtest import skyfake
-from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
+from dhtest.daemon import (
+    DaemonProc,
+    daemon_env,
+    spawn_daemon,
+    spawn_tracked,
+    tracked_root,
+)
 
 from deskhand_d.backends import skylaunch
 
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    path = short_tmpdir()
-    try:
+    with tracked_root() as path:
         yield path
-    finally:
-        for d in _started.pop(path, []):  # a test that failed before its own stop
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(10)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-_started: dict[Path, list[DaemonProc]] = {}
 
 
 def _start(root: Path, fake: skyfake.SkyFake | None, **extra: str) -> DaemonProc:
     # The daemon itself serves the simulator: `--backend sky` checks Sky with a throwaway
     # process, the way a person checks Sky before switching to it.
     env = {"DESKHAND_BACKEND": "sim", **(fake.env if fake else {}), **extra}
-    d = spawn_daemon(root, extra_env=env)
-    _started.setdefault(root, []).append(d)
-    return d
+    return spawn_tracked(root, env)
 
 
 def _ctl(d: DaemonProc, *args: str) -> list[str]:

@@ -11,14 +11,13 @@ that cannot be asked is started with the spellings used before, and asked again 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dhtest import skyfake
-from dhtest.daemon import DaemonProc, short_tmpdir, spawn_daemon
+from dhtest.daemon import DaemonProc, spawn_tracked, tracked_root
 from dhtest.desk import open_client
 
 from deskhand_d.backends import codexprobe
@@ -28,24 +27,12 @@ QUESTIONS = [["--version"], ["sandbox", "--help"]]
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    path = short_tmpdir()
-    try:
+    with tracked_root() as path:
         yield path
-    finally:
-        for d in _started.pop(path, []):  # a test that failed before its own stop
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(10)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-_started: dict[Path, list[DaemonProc]] = {}
 
 
 def _start(root: Path, fake: skyfake.SkyFake, backend: str, **extra: str) -> DaemonProc:
-    d = spawn_daemon(root, extra_env={"DESKHAND_BACKEND": backend, **fake.env, **extra})
-    _started.setdefault(root, []).append(d)
-    return d
+    return spawn_tracked(root, {"DESKHAND_BACKEND": backend, **fake.env, **extra})
 
 
 def _list_apps(d: DaemonProc) -> dict[str, object]:

@@ -21,7 +21,14 @@ from pathlib import Path
 
 import pytest
 from dhtest import skyfake
-from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon, wait_connectable
+from dhtest.daemon import (
+    DaemonProc,
+    daemon_env,
+    spawn_tracked,
+    track,
+    tracked_root,
+    wait_connectable,
+)
 from dhtest.desk import open_client
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses strace")
@@ -29,24 +36,12 @@ linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="us
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    path = short_tmpdir()
-    try:
+    with tracked_root() as path:
         yield path
-    finally:
-        for d in _started.pop(path, []):  # a test that failed before its own stop
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(10)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-_started: dict[Path, list[DaemonProc]] = {}
 
 
 def _start(root: Path, fake: skyfake.SkyFake, backend: str) -> DaemonProc:
-    d = spawn_daemon(root, extra_env={"DESKHAND_BACKEND": backend, **fake.env})
-    _started.setdefault(root, []).append(d)
-    return d
+    return spawn_tracked(root, {"DESKHAND_BACKEND": backend, **fake.env})
 
 
 @pytest.mark.slow
@@ -89,7 +84,7 @@ def test_nothing_looks_into_the_group_container(root: Path) -> None:
     sock = root / "run" / "deskhand" / "deskhand.sock"
     d = DaemonProc(proc=_traced(strace, trace, env, root), socket=sock, root=root,
                    log_path=root / "daemon.log")  # fmt: skip
-    _started.setdefault(root, []).append(d)
+    track(root, d)
     wait_connectable(sock, timeout=60, proc=d.proc)
     status, result = skyfake.doctor(d, backend="")
     assert status == 0, result

@@ -10,7 +10,6 @@ to ``FAKE_SKY_TURNS``.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -19,32 +18,18 @@ from pathlib import Path
 
 import pytest
 from dhtest import skyfake
-from dhtest.daemon import DaemonProc, daemon_env, short_tmpdir, spawn_daemon
+from dhtest.daemon import DaemonProc, daemon_env, spawn_tracked, tracked_root
 
 
 @pytest.fixture
 def root() -> Iterator[Path]:
-    path = short_tmpdir()
-    started: list[DaemonProc] = []
-    _started[path] = started
-    try:
+    with tracked_root() as path:
         yield path
-    finally:
-        for d in _started.pop(path, []):  # a test that failed before its own stop
-            if d.proc.poll() is None:
-                d.proc.kill()
-                d.proc.wait(10)
-        shutil.rmtree(path, ignore_errors=True)
-
-
-_started: dict[Path, list[DaemonProc]] = {}
 
 
 def _start(root: Path, fake: skyfake.SkyFake, **extra: str) -> DaemonProc:
     env = {**fake.env, "FAKE_SKY_TURNS": str(root / "turns.jsonl"), **extra}
-    d = spawn_daemon(root, extra_env=env)
-    _started[root].append(d)
-    return d
+    return spawn_tracked(root, env)
 
 
 def _ctl(d: DaemonProc, *args: str) -> subprocess.CompletedProcess[str]:

@@ -122,3 +122,34 @@ def unresponsive_socket() -> Iterator[tuple[str, socket.socket]]:
         for name in os.listdir(root):
             os.unlink(root / name)
         root.rmdir()
+
+
+_tracked: dict[Path, list[DaemonProc]] = {}
+
+
+@contextmanager
+def tracked_root() -> Iterator[Path]:
+    """A fresh short root whose daemons started by :func:`spawn_tracked` are killed when it
+    ends: a test that fails before its own stop must not leave one running (it would surface
+    later, in another test, as a ResourceWarning)."""
+    path = short_tmpdir()
+    _tracked[path] = []
+    try:
+        yield path
+    finally:
+        for d in _tracked.pop(path, []):
+            if d.proc.poll() is None:
+                d.proc.kill()
+                d.proc.wait(10)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def spawn_tracked(root: Path, extra_env: Mapping[str, str]) -> DaemonProc:
+    """:func:`spawn_daemon` under a :func:`tracked_root`."""
+    return track(root, spawn_daemon(root, extra_env=extra_env))
+
+
+def track(root: Path, d: DaemonProc) -> DaemonProc:
+    """Have ``root``'s :func:`tracked_root` kill ``d`` if it is still running at the end."""
+    _tracked.setdefault(root, []).append(d)
+    return d
