@@ -93,18 +93,16 @@ def _daemon_error(args: Args, exc: DaemonError) -> int:
     from deskhandctl.grammar import leaf
 
     command = leaf(args.command)
-    delivery = exc.data.get("delivery")
-    if command.delivers:
-        from deskhandctl.render import delivery_value, error_delivery
+    # A desktop command always has a delivery line; any other command (a Jev run, say) only
+    # when the daemon stated one. Either way the line and the exit code read the one value
+    # render.delivery_value gives: the daemon's, or unknown when it is missing or not known.
+    if not command.delivers and "delivery" not in exc.data:
+        return DAEMON_ERROR
+    from deskhandctl.render import delivery_value, error_delivery
 
-        print(f"deskhandctl: {error_delivery(exc.data, acts=command.acts)}", file=sys.stderr)
-        delivery = delivery_value(delivery)
-    elif delivery in ("refused", "dispatched", "partial", "unknown"):
-        # Not a desktop command (a Jev run, say), but the daemon stated one: show it as is.
-        from deskhandctl.render import error_delivery
-
-        print(f"deskhandctl: {error_delivery(exc.data, acts=True)}", file=sys.stderr)
-    if delivery in ("unknown", "partial"):
+    acts = command.acts or not command.delivers
+    print(f"deskhandctl: {error_delivery(exc.data, acts=acts)}", file=sys.stderr)
+    if delivery_value(exc.data.get("delivery")) in ("unknown", "partial"):
         return OUTCOME_UNKNOWN
     return DAEMON_ERROR
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from deskhandctl import jsonwire
+from deskhandctl.render import delivery_value as _delivery
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -686,7 +687,6 @@ _NEXT: dict[str, str] = {
 }
 
 
-DELIVERIES = ("refused", "dispatched", "partial", "unknown")
 _DELIVERY_WORDS = {
     "refused": "Nothing was sent to the app.",
     "dispatched": "The request reached the app's backend, which answered as said above.",
@@ -697,11 +697,6 @@ _WITHHELD = (
     "The backend observed the app, but Deskhand withheld that observation; no input was sent "
     "to the app."
 )
-
-
-def _delivery(value: object) -> str:
-    """``value`` if it is one of the four deliveries, else ``unknown`` (never a guess)."""
-    return value if isinstance(value, str) and value in DELIVERIES else "unknown"
 
 
 def shape_error(

@@ -538,3 +538,33 @@ async def test_action_timeout_says_outcome_unknown(
     )[0] == 3
     err = capsys.readouterr().err
     assert "did not answer 'click' in time" in err and "may or may not have happened" in err
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "want"),
+    [
+        (
+            {"delivery": "delivered-ish"},
+            "delivery: unknown: the reply named a delivery this deskhandctl does not know "
+            "(delivered-ish); observe again before acting",
+            3,
+        ),
+        ({"delivery": "refused"}, "delivery: refused: nothing was sent to the desktop", 1),
+    ],
+)
+async def test_a_stated_delivery_off_the_desktop_is_read_like_any_other(
+    ws_server: WsStart,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    data: dict[str, Any],
+    line: str,
+    want: int,
+) -> None:
+    """A command off the desktop whose error reply states a delivery shows it through the same
+    reading as a desktop command: a value this client does not know is unknown (exit 3), not
+    dropped."""
+    person_confirms(monkeypatch, ["apps", "add", "X"])
+    script = with_overrides(apps_add=lambda rid: [error(rid, "apps_file_invalid", "no", **data)])
+    assert (await one_request(ws_server, "apps", "add", "X", script=script))[0] == want
+    err = capsys.readouterr().err
+    assert err.endswith(f"deskhandctl: apps_file_invalid: no\ndeskhandctl: {line}\n")
