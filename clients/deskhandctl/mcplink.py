@@ -36,6 +36,11 @@ if TYPE_CHECKING:
     EventSink = Callable[[dict[str, Any]], None]
 
 HANDSHAKE_TIMEOUT_S = 10.0
+#: How long :meth:`Link.wait` waits with nothing at all arriving for its call (an event, such
+#: as a question for the person or a run's progress, starts the wait again). The daemon ends a
+#: question it asked by its own deadline (5 minutes by default), so this is far beyond any
+#: silence a working daemon keeps.
+REPLY_TIMEOUT_S = 900.0
 
 
 class Lost(Exception):
@@ -45,6 +50,11 @@ class Lost(Exception):
         super().__init__(reason)
         self.reason = reason
         self.sent = sent
+
+
+class NoAnswer(Lost):
+    """The daemon sent nothing for a call within the reply timeout. The request had been sent
+    (``sent`` True) and the link stays up: only this call was given up (and asked to cancel)."""
 
 
 class Call:
@@ -81,7 +91,9 @@ class Link:
         session_base: Callable[[int], str],
         can_answer_questions: bool,
         on_event: EventSink,
+        reply_timeout_s: float = REPLY_TIMEOUT_S,
     ) -> None:
+        self.reply_timeout_s = reply_timeout_s
         self.socket_path = socket_path
         self.autostart = autostart
         self.client_name = client_name
@@ -182,9 +194,20 @@ class Link:
 
     def wait(self, call: Call, on_event: EventSink) -> dict[str, Any]:
         """The reply (a ``result`` or ``error`` message) to ``call``; its events go to
-        ``on_event`` meanwhile. :class:`Lost` (``sent`` True) if the connection dropped."""
+        ``on_event`` meanwhile. :class:`Lost` (``sent`` True) if the connection dropped;
+        :class:`NoAnswer` if nothing came for it within ``reply_timeout_s`` (the call is then
+        forgotten and the daemon asked to cancel it)."""
         while True:
-            what, value = call.inbox.get()
+            try:
+                what, value = call.inbox.get(timeout=self.reply_timeout_s)
+            except queue.Empty:
+                self.forget(call)
+                self.send_nowait("cancel", {"request_id": call.id})
+                raise NoAnswer(
+                    f"deskhand-d sent nothing for {self.reply_timeout_s:g} s, so the call was "
+                    "given up (and deskhand-d asked to cancel it)",
+                    sent=True,
+                ) from None
             if what == "event":
                 on_event(value)
             elif what == "reply":

@@ -121,6 +121,7 @@ class Server:
         self.initialized = False
         self._schemas: dict[str, Any] | None = None
         self._link: Link | None = None
+        self._link_lock = threading.Lock()  # link(): the reader and every worker may ask first
         self._listed_mode = "native"
         self._active: dict[str | int, _Active] = {}
         self._elicitations: dict[int, _Elicitation] = {}
@@ -305,21 +306,26 @@ class Server:
         return lambda: self._run_tool(active, arguments)
 
     def link(self) -> Link:
-        if self._link is None:
-            from deskhandctl.connect import autostart_allowed, resolve_socket
-            from deskhandctl.mcplink import Link
+        """The one :class:`Link`, made on first use under its own lock (the reader thread and
+        the workers may all ask for it at once; two would mean two daemon sessions)."""
+        with self._link_lock:
+            return self._make_link() if self._link is None else self._link
 
-            host = self.host
-            assert host is not None
-            self._link = Link(
-                socket_path=resolve_socket(self.socket_path),
-                autostart=autostart_allowed(not self.autostart),
-                client_name=host.name[:200],
-                client_version=host.version[:200],
-                session_base=lambda serial: mcpcore.session_name(host, os.getpid(), serial),
-                can_answer_questions=host.elicitation,
-                on_event=self._loose_event,
-            )
+    def _make_link(self) -> Link:
+        from deskhandctl.connect import autostart_allowed, resolve_socket
+        from deskhandctl.mcplink import Link
+
+        host = self.host
+        assert host is not None
+        self._link = Link(
+            socket_path=resolve_socket(self.socket_path),
+            autostart=autostart_allowed(not self.autostart),
+            client_name=host.name[:200],
+            client_version=host.version[:200],
+            session_base=lambda serial: mcpcore.session_name(host, os.getpid(), serial),
+            can_answer_questions=host.elicitation,
+            on_event=self._loose_event,
+        )
         return self._link
 
     def _run_tool(self, active: _Active, arguments: object) -> None:
@@ -347,7 +353,7 @@ class Server:
 
     def _tool_result(self, active: _Active, arguments: object) -> dict[str, Any]:
         from deskhandctl.exitcodes import CliError
-        from deskhandctl.mcplink import Lost
+        from deskhandctl.mcplink import Lost, NoAnswer
         from deskhandctl.mcptools import ACTIONS, check_arguments, shape_error, shape_result
 
         tool = active.tool
@@ -387,6 +393,23 @@ class Server:
             link.send_nowait("cancel", {"request_id": active.call.id})
         try:
             reply = link.wait(active.call, lambda event: self._call_event(active, event))
+        except NoAnswer as exc:
+            if tool in ACTIONS or tool == "run":
+                return shape_error(
+                    tool,
+                    "outcome_unknown",
+                    f"{exc.reason}; the request had been sent, so it may or may not have happened.",
+                    {"delivery": "unknown"},
+                    app=app,
+                    reconnected=reconnected,
+                )
+            return shape_error(
+                tool,
+                "daemon_unavailable",
+                f"{exc.reason}. It may be stuck.",
+                app=app,
+                reconnected=reconnected,
+            )
         except Lost as exc:
             if tool in ACTIONS or tool == "run":
                 return shape_error(
