@@ -6,7 +6,9 @@
 Pings are answered inside :meth:`WebSocket.receive`, so a caller only ever sees data messages.
 
 Every blocking call gets its own deadline of ``timeout`` seconds (a slow trickle of bytes cannot
-stretch it); when it passes, :class:`TimeoutError` propagates. Socket errors are reported as
+stretch it); when it passes while receiving, :class:`TimeoutError` propagates. A send that
+fails or times out (possibly part-way through a frame) closes the connection and raises
+:class:`ConnectionLost`, as does every call after it. Socket errors are reported as
 :class:`ConnectionLost` (or :class:`ClosedBeforeHandshake` while the server has not answered the
 Upgrade request at all), a close frame from the server as :class:`ConnectionClosed`.
 
@@ -122,6 +124,7 @@ class WebSocket:
         self._close_sent = False
         self._server_close: Close | None = None
         self._send_lock = _thread.allocate_lock()
+        self._lost: str | None = None  # why the stream is unusable (a send failed part-way)
 
     @classmethod
     def open(
@@ -203,16 +206,24 @@ class WebSocket:
     def _send_frame(self, opcode: int, payload: bytes) -> None:
         frame = client_frame(opcode, payload)
         with self._send_lock:
+            if self._lost is not None:
+                raise ConnectionLost(self._lost)
             if self._close_sent:
                 raise ConnectionLost("the WebSocket is already closing")
             try:
                 _Deadline(self.timeout).apply(self._sock)
                 self._sock.sendall(frame)
-            except (ConnectionResetError, BrokenPipeError) as exc:
+            except OSError as exc:
+                # TimeoutError included: sendall may have written part of the frame, and
+                # nothing sent after it could be read as WebSocket frames. The connection is
+                # lost either way: closed here, and every later call says so.
+                if isinstance(exc, TimeoutError):
+                    why = "sending timed out part-way through a frame; the connection was closed"
+                else:
+                    why = f"the connection dropped while sending ({exc.strerror or exc})"
+                self._lost = why
                 self._sock.close()
-                raise ConnectionLost(
-                    f"the connection dropped while sending ({exc.strerror})"
-                ) from None
+                raise ConnectionLost(why) from None
             if opcode == OP_CLOSE:
                 self._close_sent = True
 
@@ -247,6 +258,8 @@ class WebSocket:
                 return event
 
     def _recv(self, deadline: _Deadline) -> bytes:
+        if self._lost is not None:
+            raise ConnectionLost(self._lost)
         try:
             deadline.apply(self._sock)
             return self._sock.recv(_RECV_SIZE)

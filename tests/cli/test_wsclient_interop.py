@@ -396,3 +396,34 @@ async def test_rejection_without_length_does_not_wait_for_the_timeout(
         await in_thread(lambda: open_ws(path, timeout=5))
     assert trio.current_time() - started < 2
     assert (info.value.status, info.value.body) == (403, "not for you")
+
+
+async def test_a_send_that_times_out_part_way_loses_the_connection(unix_server: RawStart) -> None:
+    """A server that stops reading: a message larger than the socket's buffers cannot be
+    written within the timeout, so part of its frame went out. The stream is then corrupt,
+    so the client closes it and says the connection is lost, for that send and every call
+    after it (never a bare TimeoutError, never a second frame after half of the first)."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        conn = WSConnection(ConnectionType.SERVER)
+        seen: list[object] = []
+        while not any(isinstance(e, Request) for e in seen):
+            conn.receive_data(await stream.receive_some(4096))
+            seen.extend(conn.events())
+        await stream.send_all(conn.send(AcceptConnection(subprotocol=SUBPROTOCOL)))
+        await trio.sleep_forever()  # never reads again
+
+    path = await unix_server(handler)
+
+    def client() -> list[str]:
+        ws = open_ws(path, timeout=0.5)
+        said = []
+        for call in (lambda: ws.send("x" * (8 << 20)), lambda: ws.send("ping"), ws.receive):
+            with pytest.raises(ConnectionLost) as lost:
+                call()
+            said.append(str(lost.value))
+        ws.close()
+        return said
+
+    said = await in_thread(client)
+    assert said == ["sending timed out part-way through a frame; the connection was closed"] * 3
