@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -11,10 +11,26 @@ from deskhand_d.errors import Delivery
 # ----- replies ---------------------------------------------------------------------------------
 
 
+# An error's ``data`` is an open object (each code adds its own keys), and ``delivery`` is a
+# typed member of it: present on every error about an action on the desktop (the daemon always
+# states it, see DeskhandError.reply_data), absent on the others. Kept a plain dict on the wire
+# and in Python, so no key a client already reads moves or disappears; the schema (and so the
+# generated TypeScript) names ``delivery`` with its four values.
+ErrorData = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        extra_json_schema={
+            "properties": {"delivery": {"enum": list(get_args(Delivery))}},
+            "additionalProperties": True,
+        }
+    ),
+]
+
+
 class ErrorBody(msgspec.Struct, frozen=True, kw_only=True):
     code: str
     message: str
-    data: dict[str, Any] = msgspec.field(default_factory=dict)
+    data: ErrorData = msgspec.field(default_factory=dict)
 
 
 class _Result(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
@@ -440,6 +456,7 @@ __all__ = [
     "Done",
     "Error",
     "ErrorBody",
+    "ErrorData",
     "Event",
     "EventBody",
     "GrantInfo",

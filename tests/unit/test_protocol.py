@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import msgspec
 import pytest
 
 from deskhand_d import protocol as p
-from deskhand_d.errors import BadRequest
+from deskhand_d.errors import BadRequest, Delivery, OutcomeUnknown
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "protocol.schema.json"
 
@@ -84,6 +85,21 @@ def test_replies_encode_with_type_tags(codec: p.Codec) -> None:
         "id": None,
         "error": {"code": "bad_request", "message": "m", "data": {}},
     }
+
+
+def test_an_errors_data_types_its_delivery(codec: p.Codec) -> None:
+    """The wire type of an error's data names ``delivery`` with the four values (in the schema,
+    and so in the generated TypeScript) and stays an open object: an error about the desktop
+    fills it, and every other key of its data goes through as before."""
+    data = p.schema()["$defs"]["ErrorBody"]["properties"]["data"]
+    assert data["type"] == "object"
+    assert data["properties"]["delivery"]["enum"] == list(get_args(Delivery))
+    assert data["additionalProperties"] is True
+    exc = OutcomeUnknown("lost", data={"backend_text": "t"})
+    body = p.ErrorBody(code=exc.code, message=exc.message, data=exc.reply_data())
+    out = codec.encode(p.Error(id=3, error=body))
+    decoded = msgspec.msgpack.decode(out) if isinstance(out, bytes) else json.loads(out)
+    assert decoded["error"]["data"] == {"backend_text": "t", "delivery": "unknown"}
 
 
 def test_unknown_subprotocol_is_refused() -> None:

@@ -211,7 +211,7 @@ export interface ErrorReply {
 
 export interface ErrorBody {
 	code: string;
-	data?: Record<string, unknown>;
+	data?: { delivery?: "refused" | "dispatched" | "partial" | "unknown" };
 	message: string;
 }
 
