@@ -12,7 +12,7 @@ import trio
 
 from deskhand_d import errors as E
 from deskhand_d.jev.types import Prepared
-from deskhand_d.mcp.toolcalls import ToolCall
+from deskhand_d.mcp.toolcalls import ToolCall, on_element, plain
 from deskhand_d.native.service import Caller, NativeService
 from deskhand_d.words import action
 
@@ -20,19 +20,18 @@ WAIT_S = 0.5
 
 
 def tool_for(p: Prepared) -> ToolCall:
-    """The backend call for a prepared action (coordinates never get here)."""
+    """The backend call for a prepared action (coordinates never get here), built by the
+    same builders as a native action's (:mod:`deskhand_d.mcp.toolcalls`)."""
     if p.kind == "click_element" and p.index is not None:
-        return ToolCall(tool="click", args={"element_index": p.index}, element_index=p.index)
+        return on_element("click", p.index)
     if p.kind == "set_value" and p.index is not None and p.text is not None:
-        args = {"element_index": p.index, "value": p.text}
-        return ToolCall(tool="set_value", args=args, element_index=p.index)
+        return on_element("set_value", p.index, value=p.text)
     if p.kind == "type_text" and p.text:
-        return ToolCall(tool="type_text", args={"text": p.text})
+        return plain("type_text", text=p.text)
     if p.kind == "press_key" and p.key:
-        return ToolCall(tool="press_key", args={"key": p.key})
+        return plain("press_key", key=p.key)
     if p.kind == "scroll" and p.index is not None and p.direction is not None:
-        args = {"element_index": p.index, "direction": p.direction, "pages": 1}
-        return ToolCall(tool="scroll", args=args, element_index=p.index)
+        return on_element("scroll", p.index, direction=p.direction, pages=1)
     raise E.HandoffRequired(
         f"{p.kind} needs the calling agent or the person; Jev runs never dispatch it",
         delivery="refused",

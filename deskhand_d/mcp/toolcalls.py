@@ -2,8 +2,10 @@
 
 What this owns: :class:`ToolCall`, an action as the backend will receive it (the tool, its
 arguments without the app and without the stateId, which never leaves the daemon) together
-with what the stateId rules need to know of it (the element it names, the points it touches),
-and :func:`for_request`, the one mapping from the client protocol's action requests to it.
+with what the stateId rules need to know of it (the element it names, the points it touches);
+its builders (:func:`on_element`, :func:`plain`), which every caller uses (Jev's loop too,
+``deskhand_d.jev.desk``); and :func:`for_request`, the one mapping from the client protocol's
+action requests to it.
 The arguments are then fitted to the backend's advertised schema by :mod:`.arguments`.
 """
 
@@ -35,6 +37,16 @@ class ToolCall(msgspec.Struct, frozen=True, kw_only=True):
     points: tuple[Point, ...] = ()  # where it acts by coordinates: a click's point, a drag's ends
 
 
+def on_element(tool: str, index: int, /, **args: Any) -> ToolCall:
+    """A call acting on element ``index``: its arguments are the index, then ``args``."""
+    return ToolCall(tool=tool, args={"element_index": index, **args}, element_index=index)
+
+
+def plain(tool: str, /, **args: Any) -> ToolCall:
+    """A call that names no element and no point (keys, text)."""
+    return ToolCall(tool=tool, args=args)
+
+
 def check_click_target(element_index: int | None, x: float | None, y: float | None) -> None:
     """Validate click's target rule: exactly one of element_index or the pair x/y."""
     has_xy = x is not None or y is not None
@@ -55,8 +67,7 @@ def for_request(req: Action) -> ToolCall:
         check_click_target(req.element_index, req.x, req.y)
         extra = _given(req, "click_count", "mouse_button")
         if req.element_index is not None:
-            args = {"element_index": req.element_index, **extra}
-            return ToolCall(tool="click", args=args, element_index=req.element_index)
+            return on_element("click", req.element_index, **extra)
         assert req.x is not None and req.y is not None  # check_click_target made sure
         args = {"x": req.x, "y": req.y, **extra}
         return ToolCall(tool="click", args=args, points=((req.x, req.y),))
@@ -65,22 +76,15 @@ def for_request(req: Action) -> ToolCall:
         ends = ((req.from_x, req.from_y), (req.to_x, req.to_y))
         return ToolCall(tool="drag", args=args, points=ends)
     if isinstance(req, PressKey):
-        return ToolCall(tool="press_key", args={"key": req.key})
+        return plain("press_key", key=req.key)
     if isinstance(req, TypeText):
-        return ToolCall(tool="type_text", args={"text": req.text})
+        return plain("type_text", text=req.text)
     index = req.element_index
     if isinstance(req, PerformSecondaryAction):
-        tool, args = "perform_secondary_action", {"element_index": index, "action": req.action}
-    elif isinstance(req, Scroll):
-        tool = "scroll"
-        args = {"element_index": index, "direction": req.direction, **_given(req, "pages")}
-    elif isinstance(req, SelectText):
-        tool = "select_text"
-        args = {
-            "element_index": index,
-            "text": req.text,
-            **_given(req, "prefix", "suffix", "selection"),
-        }
-    else:
-        tool, args = "set_value", {"element_index": index, "value": req.value}
-    return ToolCall(tool=tool, args=args, element_index=index)
+        return on_element("perform_secondary_action", index, action=req.action)
+    if isinstance(req, Scroll):
+        return on_element("scroll", index, direction=req.direction, **_given(req, "pages"))
+    if isinstance(req, SelectText):
+        extra = _given(req, "prefix", "suffix", "selection")
+        return on_element("select_text", index, text=req.text, **extra)
+    return on_element("set_value", index, value=req.value)
