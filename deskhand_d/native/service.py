@@ -38,14 +38,13 @@ from deskhand_d.mcp import approvals as ap
 from deskhand_d.mcp.connection import BackendConnection, CallResult
 from deskhand_d.mcp.results import Kind, ToolOutput
 from deskhand_d.mcp.toolcalls import ToolCall
+from deskhand_d.native import interpret
 from deskhand_d.native import launch as launcher
-from deskhand_d.native import toolerrors
 from deskhand_d.native.gates import Gates
 from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
-from deskhand_d.native.verdicts import NOTE_CODES, raise_for_kind
 from deskhand_d.protocol import ActionDone, Observation
 from deskhand_d.words import PROTOCOL, Words, action
 
@@ -122,7 +121,7 @@ def call_ended(res: CallResult) -> Ended:
     short = res.output.shortfall
     if short is not None:
         ended.delivery = short.state
-        ended.code = NOTE_CODES.get(short.reason, ended.code)
+        ended.code = interpret.NOTE_CODES.get(short.reason, ended.code)
         if short.done is not None and short.total is not None:
             ended.delivered = E.Count(short.done, short.total, short.unit)
         if short.reason == "no_effect":
@@ -246,22 +245,8 @@ class NativeService:
         assert admission is not None  # an app was named
         session.invalidate("a newer observation was requested")
         res = await self._dispatch(caller, "get_app_state", {"app": app}, app=app)
-        out = res.output
-        raise_for_kind(caller.session, app, res, observing=True, words=caller.words)
-        if out.is_error:
-            known = toolerrors.explain("get_app_state", {"app": app}, app, out.text, caller.words)
-            raise known or E.BackendError(
-                f"the backend could not observe {app!r}: {out.text.strip()[:500]}",
-                data={"app": app, "text": out.text[:2000]},
-            )
-        if not res.usable:
-            raise E.ApprovalCancelled(
-                "the backend answered before the approval was settled; observe again",
-                data={"app": app},
-            )
-        if not out.text.strip() and not out.images:
-            raise E.BackendError("the backend returned an empty observation; observe again")
-        info = ax.inspect(out.text)
+        interpret.observed(session, app, res, caller.words)
+        info = ax.inspect(res.output.text)
         try:  # the app restarted under a task grant: the person decides before we use it
             await self.consent.observed(
                 session.consent,
@@ -354,44 +339,11 @@ class NativeService:
     async def _act(
         self, caller: Caller, app: str, call: ToolCall, *, bounds: tuple[int, int] | None = None
     ) -> CallResult:
-        """Send one action (every gate already passed) and read what its result means: a
-        refusal the backend gave in its own terms becomes ours (:mod:`.toolerrors`); other
-        errors stay an ``ok: false`` result. ``bounds``: the observation's screenshot size."""
-        session, tool, args = caller.session, call.tool, call.args
+        """Send one action (every gate already passed) and read what its result means
+        (:func:`.interpret.acted`). ``bounds``: the observation's screenshot size."""
+        tool, args = call.tool, call.args
         res = await self._dispatch(caller, tool, {"app": app, **args}, app=app)
-        out = res.output
-        raise_for_kind(session, app, res, observing=False, words=caller.words)
-        if not res.usable:
-            session.launch_banned.add(app)
-            raise E.OutcomeUnknown(
-                f"{action(tool)} was answered while an approval was still open; whether it "
-                "took effect is unknown, so observe again",
-                data={"app": app},
-            )
-        if out.is_error and "The user changed" in out.text:
-            session.recovery.add(app)
-            session.invalidate("the person changed the app")
-            raise E.StateChanged(
-                f"the person changed {app!r} meanwhile, so nothing was done; observe it again "
-                f"({caller.words.observe(app)}) before anything else",
-                data={"app": app, "backend_text": out.text[:2000]},
-                delivery="dispatched",
-            )
-        if out.kind is Kind.TOOL_ERROR:
-            known = toolerrors.explain(tool, args, app, out.text, caller.words, bounds=bounds)
-            sent_nothing = out.shortfall is not None and out.shortfall.state == "refused"
-            if known is None and sent_nothing:
-                known = E.BackendRefused(
-                    f"the backend did not carry out {action(tool)} on {app!r} and sent it "
-                    f"nothing: {toolerrors.detail(out.text)}",
-                    data={"app": app, "tool": tool, "backend_text": out.text[:2000]},
-                )
-            if known is not None:
-                if sent_nothing:  # the backend's word, stronger than the code's default
-                    known.delivery = "refused"
-                    if "nothing was" not in known.message.lower():
-                        known.message += "; nothing was sent"
-                raise known
+        interpret.acted(caller.session, app, tool, args, res, caller.words, bounds=bounds)
         return res
 
     def _mint(

@@ -32,8 +32,8 @@ from deskhand_d.backends.atspi.verify import (
 )
 from deskhand_d.mcp.info import CallResult
 from deskhand_d.mcp.results import Kind, classify, effect, shortfall
+from deskhand_d.native.interpret import NOTE_CODES, raise_input_stopped
 from deskhand_d.native.sessions import Session
-from deskhand_d.native.verdicts import NOTE_CODES, raise_input_stopped
 
 APP = ":1.42"
 MODAL = 1 << State.MODAL

@@ -14,8 +14,8 @@ from deskhand_d.backends.atspi.png import encode_rgb
 from deskhand_d.backends.sim import jpeg
 from deskhand_d.backends.skyserver import texts as sky
 from deskhand_d.native.imagesize import image_size
+from deskhand_d.native.interpret import explain
 from deskhand_d.native.states import StateBook, StateRecord, Use
-from deskhand_d.native.toolerrors import explain
 from deskhand_d.words import PROTOCOL, Words, for_client
 
 CLI, PI = Words("cli"), Words("pi")
