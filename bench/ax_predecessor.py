@@ -19,7 +19,8 @@ Timing: one Node process stays up and times each run with ``process.hrtime.bigin
 times each run with ``perf_counter_ns`` (garbage collector off). Blocks of runs alternate between
 the two (so drift and other load hit both), after warm-up blocks that let V8 compile the hot
 code. Reported: the medians, and ``speedup`` = predecessor median / Deskhand median (target:
->= 2). For context, Deskhand's time when every element is read too (``parse`` + ``elements`` +
+>= 1, Deskhand stays ahead; issue 26 retired issue 18's >= 2, which this machine never met).
+For context, Deskhand's time when every element is read too (``parse`` + ``elements`` +
 ``select_candidates``), which the ranking itself does not need.
 
 Run it alone as ``.venv/bin/python bench/ax_predecessor.py`` (JSON on stdout); ``bench/run.py``
@@ -49,7 +50,7 @@ from deskhand_d import ax  # noqa: E402
 
 GOAL = "Switch to the previous month"
 LIMIT = 40
-TARGET = 2.0
+TARGET = 1.0  # stay ahead of the predecessor (issue 26; was 2.0 in issue 18)
 CAPTURE = "safari-zh-isse-zhengzixuan-1.txt"
 # text name -> (runs per block, timed blocks, warm-up blocks)
 PLAN = {"capture": (200, 10, 5), "tree": (4, 10, 2)}

@@ -24,8 +24,9 @@ daemon, the SDK client and the floor until each has ``SAMPLES`` samples, so drif
 alike; a daemon ``ping`` and a simulator JSON-RPC ``ping`` are sampled in the same rotation for
 context (they split the daemon's extra time into transport and the rest). Percentiles are
 nearest-rank; ``*_paired`` ratios are the median over rotations of the ratio of block medians,
-which cancels drift between rotations. Target: daemon / SDK client <= 1.3 at p50; the p99 ratio
-and the ratios to the raw floor are reported too.
+which cancels drift between rotations. Reported, with no target: issue 26 retired issue 18's
+daemon / SDK client <= 1.3 at p50 (the daemon's hop is well under 3 % of a real app's click);
+the p99 ratio and the ratios to the raw floor are reported too.
 
 Then ``CLIENTS`` clients, each with its own connection and session, click through the daemon
 at once for ``CONCURRENT_S`` seconds. The daemon runs every backend call from every session
@@ -78,7 +79,6 @@ BLOCK = 200  # alternate daemon/floor every this many clicks
 CLIENTS = 20
 CONCURRENT_WARMUP = 10  # clicks per client before the timed window
 CONCURRENT_S = 5.0
-TARGET = 1.3
 
 _DIGIT = re.compile(r"^\t*(\d+) button .*\bID: Eight\b", re.M)
 _CLEAR = re.compile(r"^\t*(\d+) button .*\bID: AllClear\b", re.M)
@@ -537,7 +537,6 @@ def measure_native_click() -> dict[str, Any]:
     for q in ("p50", "p99"):
         out[f"{q}_ratio_sdk"] = round(out["daemon"][f"{q}_ms"] / out["sdk"][f"{q}_ms"], 2)
         out[f"{q}_ratio"] = round(out["daemon"][f"{q}_ms"] / out["floor"][f"{q}_ms"], 2)
-    out["target_ratio"] = TARGET  # for p50_ratio_sdk
     out["sdk_client"] = f"mcp {importlib.metadata.version('mcp')} ClientSession, trio via anyio"
     out["concurrent"] = concurrent
     return out

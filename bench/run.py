@@ -29,14 +29,16 @@ What is measured (see docs/performance.md for the method and the latest numbers)
   MCP Python SDK client straight to a simulator over stdio, and vs a raw MCP client doing the
   least it can (one JSON line each way), p50 and p99, plus per-click latency and throughput
   with 20 concurrent clients (``bench/native_click.py``; its own daemon and simulators).
-  Target: p50 daemon / SDK client <= 1.3.
+  Reported with no target (issue 26 retired issue 18's <= 1.3: the daemon's hop is well under
+  3 % of a real app's click).
 * the write-ahead audit: a dispatch's durable start record plus its end record vs the single
   unflushed record of before, in-process on the state directory's file system
   (``bench/audit_cost.py``); reported per dispatch.
 * AX parse + candidate ranking against the TypeScript predecessor's ``parseAX`` +
   ``selectCandidates`` on the same text, run by Node 22 side by side
   (``bench/ax_predecessor.py``): a real 215-element capture and a 10,000-element tree.
-  Target: predecessor / Deskhand >= 2. Skipped without Node 22 or the predecessor's source.
+  Target: predecessor / Deskhand >= 1 (stay ahead; issue 26 retired issue 18's >= 2).
+  Skipped without Node 22 or the predecessor's source.
 * the emergency stop and a bystander's ping while a client floods pings without reading
   (issue 24 §1, ``bench/attack.py``): ``deskhandctl stop`` wall time against the same on an
   idle daemon (requirement: locked within 1 s), and the bystander's ping p50 likewise.
@@ -624,13 +626,11 @@ def facade_rows(fa: dict[str, Any] | None) -> list[str]:
 
 
 def native_click_rows(nc: dict[str, Any]) -> list[str]:
-    target = nc["target_ratio"]
     conc = nc["concurrent"]
     return [
         f"| native click p50 | {nc['daemon']['p50_ms']:.3f} ms | "
         f"{nc['sdk']['p50_ms']:.3f} ms (MCP SDK client to the sim) | {nc['p50_ratio_sdk']:.2f}x"
-        f" (paired {nc['p50_ratio_sdk_paired']:.2f}x) | <= {target}x | "
-        f"{verdict(nc['p50_ratio_sdk'], target)} |",
+        f" (paired {nc['p50_ratio_sdk_paired']:.2f}x) | reported (target retired) | |",
         f"| native click p99 | {nc['daemon']['p99_ms']:.3f} ms | "
         f"{nc['sdk']['p99_ms']:.3f} ms (MCP SDK client to the sim) | {nc['p99_ratio_sdk']:.2f}x"
         " | reported | |",
