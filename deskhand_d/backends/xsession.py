@@ -22,7 +22,10 @@ own temporary directory, and tearing every process of it down again by PID.
 Teardown: every process started here, and everything started on their behalf (the a11y bus
 daemon, the registry, apps launched by a backend under test), carries a marker variable in its
 environment. :meth:`Desktop.close` terminates the PIDs it started, then sweeps ``/proc`` for any
-process still carrying the marker and ends those by PID too.
+process still carrying the marker, or naming the session's directory on its command line, and
+ends those by PID too. The second test is for programs that write over their environment when
+they set their process title, as Chromium does: its processes name their profile directory,
+which lives under the session's, and would otherwise outlive the session.
 
 Used by ``deskhandctl demo`` when no desktop is present, and by the tests (through
 ``tests/dhtest/desktop.py``) to run real apps under Xvfb. Standard library only.
@@ -121,7 +124,7 @@ class Desktop:
         _end([p.pid for p in reversed(self.procs) if p.poll() is None])
         for proc in self.procs:
             _reap(proc)
-        _end(marked_pids(self.env[MARKER]))
+        _end(marked_pids(self.env[MARKER], str(self.root)))
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -168,9 +171,11 @@ def _reap(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=5)
 
 
-def marked_pids(marker: str) -> list[int]:
-    """PIDs of processes whose environment carries ``MARKER=marker`` (never our own)."""
+def marked_pids(marker: str, directory: str = "") -> list[int]:
+    """PIDs of processes whose environment carries ``MARKER=marker``, or whose command line
+    names ``directory`` (or a path under it), never our own."""
     needle = f"{MARKER}={marker}".encode()
+    named = os.fsencode(directory.rstrip("/") + "/") if directory else b""
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit() or int(entry) == os.getpid():
@@ -178,10 +183,16 @@ def marked_pids(marker: str) -> list[int]:
         try:
             with open(f"/proc/{entry}/environ", "rb") as f:
                 environ = f.read().split(b"\0")
+            if needle in environ:
+                out.append(int(entry))
+                continue
+            if named:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                if named in cmdline:
+                    out.append(int(entry))
         except OSError:
             continue
-        if needle in environ:
-            out.append(int(entry))
     return out
 
 
