@@ -393,39 +393,30 @@ class Server:
             link.send_nowait("cancel", {"request_id": active.call.id})
         try:
             reply = link.wait(active.call, lambda event: self._call_event(active, event))
-        except NoAnswer as exc:
-            if tool in ACTIONS or tool == "run":
-                return shape_error(
-                    tool,
-                    "outcome_unknown",
-                    f"{exc.reason}; the request had been sent, so it may or may not have happened.",
-                    {"delivery": "unknown"},
-                    app=app,
-                    reconnected=reconnected,
-                )
-            return shape_error(
-                tool,
-                "daemon_unavailable",
-                f"{exc.reason}. It may be stuck.",
-                app=app,
-                reconnected=reconnected,
-            )
         except Lost as exc:
+            # NoAnswer (the reply did not come in time) keeps the connection; any other loss
+            # means the next call connects again.
+            stuck = isinstance(exc, NoAnswer)
             if tool in ACTIONS or tool == "run":
+                after = "" if stuck else " The next call connects again, to a new session."
                 return shape_error(
                     tool,
                     "outcome_unknown",
                     f"{exc.reason}; the request had been sent, so it may or may not have "
-                    "happened. The next call connects again, to a new session.",
+                    f"happened.{after}",
                     {"delivery": "unknown"},
                     app=app,
                     reconnected=reconnected,
                 )
+            after = (
+                " It may be stuck."
+                if stuck
+                else " Call the tool again: the next call connects again, to a new session."
+            )
             return shape_error(
                 tool,
                 "daemon_unavailable",
-                f"{exc.reason}. Call the tool again: the next call connects again, to a new "
-                "session.",
+                f"{exc.reason}.{after}",
                 app=app,
                 reconnected=reconnected,
             )
