@@ -2,7 +2,7 @@
 in a private Xvfb desktop of its own.
 
 * ``get_app_state`` warm (after one observation), timed as the daemon sees it: one MCP
-  ``tools/call`` over stdio to ``python -m deskhand_d.backends.atspi``, tree text and PNG
+  ``tools/call`` over stdio to ``python -m deskhand_d.programs.atspi``, tree text and PNG
   screenshot included. On gnome-calculator it is divided by a **reference full dump** of the
   same window with Debian's libatspi through python3-gi (``bench/atspi_reference.py``, warm
   walks) in the same run. Target: <= 0.5.
@@ -16,7 +16,7 @@ in a private Xvfb desktop of its own.
 * where a click's time goes: the same clicks made in-process on the backend, each split into
   delivering the action, waiting for the app's events (tree settling), reading the tree, and
   the screenshot (its pixel settling, capture and PNG), medians.
-* the input-target guard itself (``deskhand_d/backends/atspi/x11guard.py``): one key batch
+* the input-target guard itself (``deskhand_d/programs/atspi/x11guard.py``): one key batch
   (Shift pressed and released on the focused Calculator) timed in-process with and without
   the guard's server grab and owner check, in the same run; the difference is what every
   guarded batch adds.
@@ -65,7 +65,7 @@ for extra in (ROOT, ROOT / "tests"):
 from dhtest.mcpstdio import McpChild  # noqa: E402
 
 from deskhand_d import ax  # noqa: E402
-from deskhand_d.backends import xsession  # noqa: E402
+from deskhand_d.programs import xsession  # noqa: E402
 
 RUNS = 30
 CLICKS = 40
@@ -137,7 +137,7 @@ def measure_atspi() -> dict[str, Any]:
 
 
 def _server(desk: xsession.Desktop) -> McpChild:
-    return McpChild([sys.executable, "-m", "deskhand_d.backends.atspi"], desk.env, cwd=ROOT)
+    return McpChild([sys.executable, "-m", "deskhand_d.programs.atspi"], desk.env, cwd=ROOT)
 
 
 def _first_state(child: McpChild, app: str, ready: str) -> str:
@@ -273,7 +273,7 @@ def _reference(desk: xsession.Desktop) -> dict[str, Any]:
 
 def _in_process(env: Mapping[str, str], work: Callable[[Any], Any]) -> Any:
     """``await work(backend)`` on a backend of this process, attached to its own nursery."""
-    from deskhand_d.backends.atspi.engine import Backend
+    from deskhand_d.programs.atspi.engine import Backend
 
     async def main() -> Any:
         backend = Backend(env)
@@ -290,7 +290,7 @@ def _in_process(env: Mapping[str, str], work: Callable[[Any], Any]) -> Any:
 
 def _centre(env: Mapping[str, str], app: str, label: str) -> tuple[float, float]:
     """Screenshot pixels of the centre of the button labelled ``label``."""
-    from deskhand_d.backends.atspi import apps
+    from deskhand_d.programs.atspi import apps
 
     async def work(backend: Any) -> tuple[float, float]:
         done = await backend.call("get_app_state", {"app": app})
@@ -311,7 +311,7 @@ def _split(
     """For each plan (clicks made in turn, repeated), the medians of a click's phases:
     delivering it, waiting until the tree is read (the settling), reading the tree (from the
     first surface read to the last), and what follows (the screenshot and its settling)."""
-    from deskhand_d.backends.atspi.engine import Backend
+    from deskhand_d.programs.atspi.engine import Backend
 
     async def work(backend: Backend) -> list[dict[str, float]]:
         marks: dict[str, float] = {}
@@ -357,8 +357,8 @@ def _split(
 
 def _guard_cost(desk: xsession.Desktop) -> dict[str, float]:
     """One key batch with and without the input-target guard, alternating, in-process."""
-    from deskhand_d.backends.atspi.x11 import X11
-    from deskhand_d.backends.atspi.x11guard import Guard
+    from deskhand_d.programs.atspi.x11 import X11
+    from deskhand_d.programs.atspi.x11guard import Guard
 
     pid = desk.apps[APP].pid
     guard = Guard(pid=pid)
@@ -425,7 +425,7 @@ def measure_typing() -> dict[str, Any]:
 
 
 class _TimedTargets:
-    """Stands in for the X11 object's :class:`~deskhand_d.backends.atspi.x11guard.Targets`,
+    """Stands in for the X11 object's :class:`~deskhand_d.programs.atspi.x11guard.Targets`,
     adding up the time of the guard's checks: which window keys would reach, and whose it is."""
 
     def __init__(self, targets: Any) -> None:
@@ -474,8 +474,8 @@ def _emptied(child: McpChild, app: str) -> int:
 
 
 def _typing_runs(desk: xsession.Desktop, child: McpChild, app: str, text: str) -> dict[str, Any]:
-    from deskhand_d.backends.atspi.x11 import X11
-    from deskhand_d.backends.atspi.x11guard import Guard
+    from deskhand_d.programs.atspi.x11 import X11
+    from deskhand_d.programs.atspi.x11guard import Guard
 
     typed_s: list[float] = []
     read_ms: list[float] = []

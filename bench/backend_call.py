@@ -2,9 +2,9 @@
 
 Both sides talk to the same kind of child process (``bench/jsonl_server.py``). The floor writes
 a request line and reads the reply line itself; the client goes through
-:class:`deskhand_d.mcp.connection.BackendConnection` (argument fitting, the dispatcher task,
-approval bookkeeping, result classification and its two log events). Samples alternate in
-blocks so drift affects both alike. Target: client / raw <= 1.5 at p50.
+:class:`~deskhand_d.backends.mcpclient.connection.BackendConnection` (argument fitting, the
+dispatcher task, approval bookkeeping, result classification and its two log events). Samples
+alternate in blocks so drift affects both alike. Target: client / raw <= 1.5 at p50.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import trio
 
 from deskhand_d import log as logsetup
-from deskhand_d.mcp.connection import LaunchSpec, open_backend
+from deskhand_d.backends.mcpclient.connection import LaunchSpec, open_backend
 
 SERVER = Path(__file__).resolve().parent / "jsonl_server.py"
 WARMUP = 200

@@ -10,7 +10,7 @@ Issue 19's two targets, each measured against a floor taken in the same run:
 * **click**: one native ``click`` on the simulated Calculator through the facade (one
   ``tools/call`` line written, the result line read and parsed, the next stateId taken from
   its ``structuredContent``) against the same click through ``deskhandctl``'s own protocol
-  client (``deskhandctl.session.Session`` on the daemon's socket, the next stateId from the
+  client (``deskhandctl.wire.session.Session`` on the daemon's socket, the next stateId from the
   reply), both in this process, both against the same daemon. Both click the digit 8 and All
   Clear in turn, so the tree stays the same size; blocks of ``BLOCK`` clicks alternate
   between the two sides until each has ``SAMPLES``. Target: facade / protocol client <= 1.2
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from deskhandctl.connect import open_session
+from deskhandctl.wire.connect import open_session
 from native_click import APP, bench_env, buttons, daemon, percentile_ms, summary
 
 PYTHON = sys.executable

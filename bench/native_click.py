@@ -1,6 +1,6 @@
 """Benchmark: a native ``click`` through the daemon vs the same call straight to the simulator.
 
-Three children run the simulated desktop (``python -m deskhand_d.backends.sim``) with the
+Three children run the simulated desktop (``python -m deskhand_d.programs.sim``) with the
 scenario ``{"preapproved": ["Calculator"]}`` and no added delay:
 
 * **daemon**: the real daemon (``python -m deskhand_d --socket S``, backend ``sim``) started as
@@ -324,7 +324,7 @@ def _text(content: list[Any]) -> str:
 @asynccontextmanager
 async def sdk_sim(env: dict[str, str]) -> AsyncIterator[SdkSim]:
     """A started :class:`SdkSim`; its simulator is stopped (by the SDK) when the block exits."""
-    server = StdioServerParameters(command=PYTHON, args=["-m", "deskhand_d.backends.sim"], env=env)
+    server = StdioServerParameters(command=PYTHON, args=["-m", "deskhand_d.programs.sim"], env=env)
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         sim = SdkSim(session)
         await sim.start()
@@ -343,7 +343,7 @@ async def _interleaved(sock: Path, env: dict[str, str]) -> dict[str, Any]:
         "sim_ping": [],
     }
     sim = await trio.lowlevel.open_process(
-        [PYTHON, "-m", "deskhand_d.backends.sim"],
+        [PYTHON, "-m", "deskhand_d.programs.sim"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=env,

@@ -5,7 +5,7 @@ and then gnome-text-editor: Xvfb (input through XTest under the X11 input guard)
 headless GNOME compositor, Mutter, with PipeWire (input through Mutter's remote-desktop
 interface, every batch sent only after a frame of the focused window proved it the app's,
 pictures from its screen cast). Through the ``tools/call`` of ``python -m
-deskhand_d.backends.atspi``, as the daemon calls it:
+deskhand_d.programs.atspi``, as the daemon calls it:
 
 * a click with its reply (the action delivered, the app's answer settled, the tree and the
   screenshot taken again): by coordinates at Calculator's ``6`` key (the compositor's pointer
@@ -40,7 +40,7 @@ for extra in (ROOT, ROOT / "tests", ROOT / "bench"):
 from atspi import _centre, _display, _first_state, _index, _p, _timed  # noqa: E402
 from dhtest.mcpstdio import McpChild  # noqa: E402
 
-from deskhand_d.backends import xsession  # noqa: E402
+from deskhand_d.programs import xsession  # noqa: E402
 
 RUNS = 20
 CALC = "gnome-calculator"
@@ -70,7 +70,7 @@ def _stats(ms: list[float]) -> dict[str, float]:
 
 def _server(desk: xsession.Desktop) -> McpChild:
     env = {**desk.env, "DESKHAND_WAYLAND_INPUT": "mutter"}
-    return McpChild([sys.executable, "-m", "deskhand_d.backends.atspi"], env, cwd=ROOT)
+    return McpChild([sys.executable, "-m", "deskhand_d.programs.atspi"], env, cwd=ROOT)
 
 
 def _calculator(desk: xsession.Desktop) -> dict[str, Any]:

@@ -29,13 +29,13 @@ from deskhand_d import __version__, activation, childenv, paths, pidfile, rlimit
 from deskhand_d import log as logsetup
 from deskhand_d.audit import AuditEntry, AuditLog
 from deskhand_d.backends import launchers
+from deskhand_d.backends.mcpclient.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.config import Config
 from deskhand_d.consent import platforms
 from deskhand_d.consent.gate import ConsentGate
 from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
 from deskhand_d.errors import EX_UNAVAILABLE, DeskhandError, StartupError
 from deskhand_d.jev.access import JevAccess
-from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.service import NativeService

@@ -20,9 +20,9 @@ failure is, the way h11 and wsproto split local from remote protocol errors::
 
 Foreign exceptions are turned into this tree once, where they enter: the backend client maps
 pipe, process and protocol failures to :class:`BackendFault` subclasses
-(``mcp/connection.py``), the Jev client maps httpx failures to :class:`JevError` subclasses
-(``jev/client.py``), and the connection turns anything else into :class:`InternalError`
-(``rpc/connection.py``).
+(``backends/mcpclient/connection.py``), the Jev client maps httpx failures to
+:class:`JevError` subclasses (``jev/client.py``), and the connection turns anything else into
+:class:`InternalError` (``rpc/connection.py``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from dhtest.desktop import require_binaries
 
-from deskhand_d.backends import xsession
+from deskhand_d.programs import xsession
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl import _units, service
+from deskhandctl.setup import service
+from deskhandctl.setup import units as _units
 from launchd_check import problems
 
 from deskhand_d import paths
@@ -115,7 +116,7 @@ def test_repository_copies_match_the_units_module() -> None:
     }
     for rel, text in files.items():
         assert (REPO / rel).read_bytes() == text.encode("utf-8"), (
-            f"{rel} is stale: run .venv/bin/python -m deskhandctl._units"
+            f"{rel} is stale: run .venv/bin/python -m deskhandctl.setup.units"
         )
 
 

@@ -50,7 +50,7 @@ from itertools import compress, count, repeat
 from operator import contains
 from typing import Final, final
 
-from deskhand_d.mcp.results import DIFF_MARKERS
+from deskhand_d.surface import DIFF_MARKERS
 
 __all__ = [
     "MAX_INDEX",

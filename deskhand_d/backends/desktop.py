@@ -8,7 +8,7 @@ the refusal message when a desktop exists but cannot be operated; and the one-li
 every reply from the simulated desktop carries, so that no person or model mistakes its
 made-up apps for the real ones.
 
-The checks that talk to the X server and the buses are in :mod:`.deskcheck`.
+The checks that talk to the X server and the buses are in :mod:`.desktopprobe`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from typing import Any, Final, Literal
 from deskhand_d.backends.a11ybus import Probe
 
 Status = Literal["ok", "failed", "not_checked"]
-
-SESSION_VARS: Final = ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
 
 #: Shown for each check in messages (the ``name`` is for scripts).
 LABELS: Final = {
@@ -64,20 +62,9 @@ class Check:
         return {"name": self.name, "status": self.status, "detail": self.detail, "fix": self.fix}
 
 
-def wayland_session(env: Mapping[str, str]) -> bool:
-    """Whether ``env`` is a Wayland session: apps there take no X11 input, and the compositor
-    is the only way in (XWayland's ``DISPLAY``, when also set, serves X11 apps only)."""
-    return bool(env.get("WAYLAND_DISPLAY")) and env.get("XDG_SESSION_TYPE", "wayland") != "x11"
-
-
 #: The checks without which no action can work (auto refuses when one fails); the others
 #: (``screenshot``, Wayland's ``input``) are doctor's to report.
 ESSENTIAL: Final = frozenset({"display", "xtest", "accessibility_bus"})
-
-
-def session_present(env: Mapping[str, str]) -> bool:
-    """Is there any desktop session here: an X or Wayland display, or a session bus?"""
-    return any(env.get(name) for name in SESSION_VARS)
 
 
 def missing_display(env: Mapping[str, str]) -> Check | None:

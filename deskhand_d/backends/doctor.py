@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from deskhand_d.backends import surface
+from deskhand_d import surface
 from deskhand_d.backends.skylaunch import SANDBOX_ABORT_STATUSES
 
 

@@ -17,7 +17,7 @@ a backend has no business with them. ``secrets`` below are the configured secret
 ``auto`` never lets the simulator pass for a real desktop. It picks the simulator only where
 there is no desktop session at all (no ``DISPLAY``, ``WAYLAND_DISPLAY`` or session bus: a
 server, CI). Where there is one, it picks the real backend (Sky on macOS; on Linux the AT-SPI
-server once :func:`.deskcheck.run` finds the X display, XTEST and the accessibility bus), or
+server once :func:`.desktopprobe.run` finds the X display, XTEST and the accessibility bus), or
 refuses with the fix (:class:`~deskhand_d.errors.DesktopUnreachable`, or Sky's own
 ``backend_unavailable``) rather than fall back.
 """
@@ -33,13 +33,13 @@ from typing import Final
 
 import structlog
 
-from deskhand_d import paths
-from deskhand_d.backends import codexprobe, deskcheck, desktop, skylaunch
+from deskhand_d import paths, sessionkind
+from deskhand_d.backends import codexprobe, desktop, desktopprobe, skylaunch
+from deskhand_d.backends.mcpclient.connection import LaunchSpec
 from deskhand_d.backends.skylaunch import codex_home
 from deskhand_d.childenv import child_env
 from deskhand_d.config import BackendConfig
 from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
-from deskhand_d.mcp.connection import LaunchSpec
 
 log = structlog.get_logger("deskhand.backend")
 
@@ -179,10 +179,10 @@ WAYLAND_INPUT_ENV: Final = "DESKHAND_WAYLAND_INPUT"
 def _bundled_spec(
     kind: str, cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[str], notice: str
 ) -> LaunchSpec:
-    """A backend that ships with Deskhand: ``python -m deskhand_d.backends.<kind>``."""
+    """A backend that ships with Deskhand: ``python -m deskhand_d.programs.<kind>``."""
     return LaunchSpec(
         kind=kind,
-        argv=(sys.executable, "-m", f"deskhand_d.backends.{kind}"),
+        argv=(sys.executable, "-m", f"deskhand_d.programs.{kind}"),
         env=child_env(env, secrets),
         cwd=cfg.cwd or None,
         notice=notice,
@@ -200,7 +200,7 @@ def atspi_spec(
 ) -> LaunchSpec:
     spec = _bundled_spec("atspi", cfg, env, secrets, notice)
     # The backend reads the person's choice of Wayland input from its environment (see
-    # deskhand_d.backends.atspi.wlscreen), whichever way the daemon was configured.
+    # deskhand_d.programs.atspi.wlscreen), whichever way the daemon was configured.
     return dataclasses.replace(spec, env={**spec.env, WAYLAND_INPUT_ENV: cfg.wayland_input})
 
 
@@ -218,7 +218,7 @@ def command_spec(cfg: BackendConfig, env: Mapping[str, str], secrets: Sequence[s
 def _auto_checks(env: Mapping[str, str]) -> Sequence[desktop.Check]:
     # No screenshot here: a refusal is for what stops every action, and reading pixels is
     # doctor's to check.
-    return deskcheck.run(env, screenshot=False)
+    return desktopprobe.run(env, screenshot=False)
 
 
 def resolve(
@@ -246,7 +246,7 @@ def resolve(
             raise BackendUnavailable(
                 f"{exc.message}. {desktop.USE_SIM}", data={**exc.data, "backend": "auto -> sky"}
             ) from None
-    if not desktop.session_present(env):
+    if not sessionkind.session_present(env):
         return sim_spec(
             cfg, env, secrets, notice=f"using the simulated desktop: {desktop.NO_SESSION}"
         )

@@ -1,7 +1,7 @@
 """The desktop checks of a Wayland session: the session itself, how keys and clicks can be
 sent, and how the screen can be read.
 
-What this owns: :func:`run`, blocking and read-only like the X11 checks of :mod:`.deskcheck`:
+What this owns: :func:`run`, blocking and read-only like the X11 checks of :mod:`.desktopprobe`:
 it asks the session bus which names it has (and can start) and which interface versions
 they offer, looks for the PipeWire socket and for GStreamer's PipeWire element. No portal
 session is created, so no dialog is shown, and no input event is ever sent.

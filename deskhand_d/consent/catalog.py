@@ -2,7 +2,7 @@
 
 The simulator's apps have no executables on this machine, so their identities come from a
 catalogue: by default one built from the app list the simulator ships as data
-(``deskhand_d/backends/sim/catalog.json``, read as a file: the daemon imports no simulator
+(``deskhand_d/programs/sim/catalog.json``, read as a file: the daemon imports no simulator
 code), system apps signed by Apple and iTerm2 by its team; or a JSON file named by
 ``DESKHAND_IDENTITY_CATALOG`` or ``consent.catalog``, which tests use to stage signed apps,
 impostors, copies and unsigned builds. The file is re-read whenever it changes, so a test can
@@ -48,7 +48,7 @@ class Catalog(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 # The simulator's app catalogue, shipped as data beside it (format in its catalog.py).
-SIM_APPS = resources.files("deskhand_d.backends") / "sim" / "catalog.json"
+SIM_APPS = resources.files("deskhand_d.programs") / "sim" / "catalog.json"
 
 
 class _SimApp(msgspec.Struct, frozen=True):

@@ -41,7 +41,7 @@ from deskhand_d.consent import model
 from deskhand_d.consent.grants import GrantsStore, SavedGrant
 from deskhand_d.consent.identity import AppIdentity, IdentityPlatform, IdentityUnavailable
 from deskhand_d.consent.model import Choice, TaskConsent
-from deskhand_d.words import PROTOCOL, Words
+from deskhand_d.nextsteps import PROTOCOL, Words
 
 log = structlog.get_logger("deskhand.consent")
 

@@ -15,7 +15,6 @@ import stat
 from collections.abc import Hashable, Iterator, Mapping
 from pathlib import PurePath
 
-from deskhand_d.consent.desktop_entry import exec_program, parse_desktop_entry
 from deskhand_d.consent.identity import (
     AppIdentity,
     IdentityUnavailable,
@@ -24,6 +23,7 @@ from deskhand_d.consent.identity import (
     package,
 )
 from deskhand_d.consent.probe import Runner, run_command, sha256_file
+from deskhand_d.desktopentry import exec_program, parse_desktop_entry
 
 SYSTEM_TOOLS_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 # Launchers that start something else in a sandbox: their own identity says nothing about the

@@ -11,17 +11,17 @@ from __future__ import annotations
 import trio
 
 from deskhand_d import errors as E
+from deskhand_d.backends.mcpclient.toolcalls import ToolCall, on_element, plain
 from deskhand_d.jev.types import Prepared
-from deskhand_d.mcp.toolcalls import ToolCall, on_element, plain
 from deskhand_d.native.service import Caller, NativeService
-from deskhand_d.words import action
+from deskhand_d.nextsteps import action
 
 WAIT_S = 0.5
 
 
 def tool_for(p: Prepared) -> ToolCall:
     """The backend call for a prepared action (coordinates never get here), built by the
-    same builders as a native action's (:mod:`deskhand_d.mcp.toolcalls`)."""
+    same builders as a native action's (:mod:`deskhand_d.backends.mcpclient.toolcalls`)."""
     if p.kind == "click_element" and p.index is not None:
         return on_element("click", p.index)
     if p.kind == "set_value" and p.index is not None and p.text is not None:

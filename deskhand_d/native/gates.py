@@ -16,7 +16,7 @@ from deskhand_d import errors as E
 from deskhand_d.config import Config
 from deskhand_d.native import allowlist
 from deskhand_d.native.sessions import Session
-from deskhand_d.words import PROTOCOL, Words
+from deskhand_d.nextsteps import PROTOCOL, Words
 
 
 class Gates:

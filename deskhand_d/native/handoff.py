@@ -36,7 +36,7 @@ __all__ = [
 
 def instruction(native: str) -> str:
     """What the calling agent is told to do with a handoff; ``native`` names the native
-    actions in its client's words (:meth:`deskhand_d.words.Words.act_under_handoff`)."""
+    actions in its client's words (:meth:`deskhand_d.nextsteps.Words.act_under_handoff`)."""
     return (
         "Jev handed this step back to you. Look at the current state first: the goal may "
         f"already be reached. Otherwise choose the next step yourself with {native}, inside "

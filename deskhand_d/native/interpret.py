@@ -1,12 +1,13 @@
 """The one place where a backend's answer to a call becomes Deskhand's result or error.
 
 What this owns: reading what a backend result means for the call and the session, after
-:func:`deskhand_d.mcp.results.classify` has sorted it into a :class:`~deskhand_d.mcp.results.Kind`
-(that module reads the wire only: the kinds, Sky's exact texts, the delivery and effect notes;
-it stays in ``mcp/`` because the connection classifies every result, and ``mcp/`` never imports
-``native/``). The native service calls :func:`observed` after ``get_app_state`` and
-:func:`acted` after an action; each returns when the result is to be used as it is, and
-otherwise raises the error the client gets, with the session updated first:
+:func:`deskhand_d.backends.mcpclient.results.classify` has sorted it into a
+:class:`~deskhand_d.backends.mcpclient.results.Kind` (that module reads the wire only: the
+kinds, Sky's exact texts, the delivery and effect notes; it stays with the MCP client because
+the connection classifies every result, and ``backends/`` never imports ``native/``). The native
+service calls :func:`observed` after ``get_app_state`` and :func:`acted` after an action; each
+returns when the result is to be used as it is, and otherwise raises the error the client gets,
+with the session updated first:
 
 * the kinds (:func:`raise_for_kind`): a stop notice, a declined or cancelled approval, an
   unauthenticated sender and a partial update where a full tree was needed each become their
@@ -23,7 +24,7 @@ argument was wrong, and some name tools the reader does not have (``tool_search`
 ``get_app_state``). :func:`explain` turns each one it knows into a
 :class:`~deskhand_d.errors.BackendRefused` (or a state error) whose message says, in our words,
 what was wrong with this call and what to do, naming the next step in the caller's vocabulary
-(:mod:`deskhand_d.words`); the backend's text stays in ``data.backend_text``. Texts it does not
+(:mod:`deskhand_d.nextsteps`); the backend's text stays in ``data.backend_text``. Texts it does not
 know (permissions, a locked screen, a timeout) are left to the caller, unchanged: an action's
 error result is then an ``ok: false`` reply, an observation's a ``backend_error``.
 
@@ -39,10 +40,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from deskhand_d import errors as E
-from deskhand_d.mcp.connection import CallResult
-from deskhand_d.mcp.results import Kind, Shortfall
+from deskhand_d.backends.mcpclient.connection import CallResult
+from deskhand_d.backends.mcpclient.results import Kind, Shortfall
 from deskhand_d.native.sessions import Session
-from deskhand_d.words import PROTOCOL, Words, action
+from deskhand_d.nextsteps import PROTOCOL, Words, action
 
 USER_CHANGED: Final = "The user changed"
 """Sky's answer to an action when the person changed the app since the observation."""
@@ -246,7 +247,7 @@ def _noted(
     data: dict[str, Any],
 ) -> E.DeskhandError | None:
     """The error for the notes Deskhand's Linux backend gives (see
-    ``deskhand_d.backends.atspi.notes``), or None for the input guard's own stops."""
+    ``deskhand_d.programs.atspi.notes``), or None for the input guard's own stops."""
     reason = short.reason
     if reason == "app_exited":
         how = f" ({short.exit})" if short.exit else ""

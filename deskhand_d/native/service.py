@@ -32,12 +32,12 @@ import trio
 
 from deskhand_d import ax
 from deskhand_d import errors as E
+from deskhand_d.backends.mcpclient import approvals as ap
+from deskhand_d.backends.mcpclient.connection import BackendConnection, CallResult
+from deskhand_d.backends.mcpclient.results import Kind, ToolOutput
+from deskhand_d.backends.mcpclient.toolcalls import ToolCall
 from deskhand_d.config import Config
 from deskhand_d.consent.gate import Admission, ConsentAsker, ConsentGate
-from deskhand_d.mcp import approvals as ap
-from deskhand_d.mcp.connection import BackendConnection, CallResult
-from deskhand_d.mcp.results import Kind, ToolOutput
-from deskhand_d.mcp.toolcalls import ToolCall
 from deskhand_d.native import interpret
 from deskhand_d.native import launch as launcher
 from deskhand_d.native.gates import Gates
@@ -45,8 +45,8 @@ from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.sessions import Session, SessionManager
 from deskhand_d.native.states import StateRecord, Use, new_state_id
+from deskhand_d.nextsteps import PROTOCOL, Words, action
 from deskhand_d.protocol import ActionDone, Observation
-from deskhand_d.words import PROTOCOL, Words, action
 
 if TYPE_CHECKING:
     from deskhand_d.audit import AuditLog

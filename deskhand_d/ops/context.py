@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 import trio
 
+from deskhand_d.backends.mcpclient import approvals as ap
 from deskhand_d.consent.model import Choice as ConsentChoice
 from deskhand_d.errors import (
     BadRequest,
@@ -25,14 +26,13 @@ from deskhand_d.errors import (
     QuestionExpired,
     RequestCancelled,
 )
-from deskhand_d.mcp import approvals as ap
 from deskhand_d.native.service import Caller, Handover
 from deskhand_d.native.sessions import Session
+from deskhand_d.nextsteps import Words, for_client
 from deskhand_d.ops.questions import APPROVAL_CHOICES, Choice, Origin, QuestionKind
 from deskhand_d.ops.services import Services
 from deskhand_d.protocol import ClientInfo, EventBody, ResultBody
 from deskhand_d.unixsock import PeerCred
-from deskhand_d.words import Words, for_client
 
 
 class RequestContext(Protocol):

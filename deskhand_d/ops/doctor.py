@@ -1,7 +1,7 @@
 """The ``doctor`` op: which backend, does its handshake work, does its surface match, does an
 action path work (Sky: one read-only ``list_apps``), and is the desktop it needs there (for the
 AT-SPI backend: the X display, XTEST, screenshots, the accessibility bus, or on Wayland the
-session, the input path and screenshots; see :mod:`deskhand_d.backends.deskcheck`).
+session, the input path and screenshots; see :mod:`deskhand_d.backends.desktopprobe`).
 
 Never sends an action and never an input event. Starting the backend process (if it is not
 running yet), the MCP handshake and, for Sky, ``list_apps`` (read-only, through the action
@@ -19,10 +19,10 @@ from functools import partial
 import msgspec
 import trio
 
-from deskhand_d.backends import deskcheck, launchers
+from deskhand_d.backends import desktopprobe, launchers
 from deskhand_d.backends import doctor as dx
+from deskhand_d.backends.mcpclient.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.errors import DeskhandError, DesktopUnreachable, Locked, OutcomeUnknown
-from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
 from deskhand_d.native.service import Caller
 from deskhand_d.native.sessions import Session
 from deskhand_d.ops.context import Handler, RequestContext, client_name
@@ -52,7 +52,7 @@ async def desktop_checks(
     """
     with trio.move_on_after(CHECKS_TIMEOUT_S):
         found = await trio.to_thread.run_sync(
-            partial(deskcheck.run, dict(env), wayland_input=wayland_input),
+            partial(desktopprobe.run, dict(env), wayland_input=wayland_input),
             abandon_on_cancel=True,
         )
         return [

@@ -19,10 +19,10 @@ import shlex
 import msgspec
 
 from deskhand_d.backends.desktop import mark_simulated
+from deskhand_d.backends.mcpclient import toolcalls
 from deskhand_d.consent.grants import SavedGrant
 from deskhand_d.errors import BadRequest, ModeBusy
 from deskhand_d.jev.access import missing_key_help
-from deskhand_d.mcp import toolcalls
 from deskhand_d.native.sessions import Session
 from deskhand_d.ops.context import (
     Handler,

@@ -18,9 +18,9 @@ from pathlib import Path
 import trio
 
 from deskhand_d import __version__
+from deskhand_d.backends.mcpclient.connection import BackendConnection
 from deskhand_d.config import Config
 from deskhand_d.jev.access import JevAccess
-from deskhand_d.mcp.connection import BackendConnection
 from deskhand_d.native.service import NativeService
 from deskhand_d.native.sessions import SessionManager
 from deskhand_d.ops.hub import Hub, Member

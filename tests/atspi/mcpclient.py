@@ -1,5 +1,5 @@
 """The AT-SPI server as a child process for its tests: :class:`dhtest.mcpstdio.McpChild` with
-``python -m deskhand_d.backends.atspi``, stderr kept in a file, and :meth:`Server.tool`
+``python -m deskhand_d.programs.atspi``, stderr kept in a file, and :meth:`Server.tool`
 answering ``(text, image blocks, is_error)``, and :func:`serving` for a module's fixture.
 """
 
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 class Server(McpChild):
     def __init__(self, env: dict[str, str], *args: str, stderr: Path | None = None) -> None:
-        argv = [sys.executable, "-m", "deskhand_d.backends.atspi", *args]
+        argv = [sys.executable, "-m", "deskhand_d.programs.atspi", *args]
         super().__init__(argv, env, cwd=ROOT, initialize=False, stderr_path=stderr)
 
     def tool(

@@ -8,12 +8,12 @@ from typing import Any
 
 from test_atspi_walk import APP, FakeBus
 
-from deskhand_d.backends.atspi import apps, model, render, roles
-from deskhand_d.backends.atspi.catalog import Catalog, RunningApp, entry_from_text
-from deskhand_d.backends.atspi.engine import union
-from deskhand_d.backends.atspi.model import ACCESSIBLE, ACTION, COMPONENT, Node
-from deskhand_d.backends.atspi.roles import Role, State, bits
-from deskhand_d.backends.atspi.walk import read_tree
+from deskhand_d.programs.atspi import apps, model, render, roles
+from deskhand_d.programs.atspi.catalog import Catalog, RunningApp, entry_from_text
+from deskhand_d.programs.atspi.engine import union
+from deskhand_d.programs.atspi.model import ACCESSIBLE, ACTION, COMPONENT, Node
+from deskhand_d.programs.atspi.roles import Role, State, bits
+from deskhand_d.programs.atspi.walk import read_tree
 
 VISIBLE = bits(State.VISIBLE, State.SENSITIVE)
 SHOWING = bits(State.VISIBLE, State.SHOWING, State.SENSITIVE)
@@ -301,7 +301,7 @@ def test_jev_reads_menus_and_offers_them() -> None:
 def test_gmenu_ticks_from_the_published_model() -> None:
     """Mousepad's Document menu as org.gtk.Menus gives it (jeepney's variant tuples): a radio
     group ticks the item whose target equals the state, a boolean action ticks when true."""
-    from deskhand_d.backends.atspi import gmenu
+    from deskhand_d.programs.atspi import gmenu
 
     menus = {
         (0, 0): [

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from deskhand_d.backends.atspi import render, roles
-from deskhand_d.backends.atspi.actions import ToolError, find_text, scroll_bar_for
-from deskhand_d.backends.atspi.apps import pick_window
-from deskhand_d.backends.atspi.catalog import Catalog, RunningApp, app_line, entry_from_text
-from deskhand_d.backends.atspi.engine import check_arguments
-from deskhand_d.backends.atspi.model import ACTION, EDITABLE_TEXT, TEXT, VALUE, Node
-from deskhand_d.backends.atspi.roles import Role, State, bits
-from deskhand_d.backends.skyserver import texts
+from deskhand_d.programs.atspi import render, roles
+from deskhand_d.programs.atspi.actions import ToolError, find_text, scroll_bar_for
+from deskhand_d.programs.atspi.apps import pick_window
+from deskhand_d.programs.atspi.catalog import Catalog, RunningApp, app_line, entry_from_text
+from deskhand_d.programs.atspi.engine import check_arguments
+from deskhand_d.programs.atspi.model import ACTION, EDITABLE_TEXT, TEXT, VALUE, Node
+from deskhand_d.programs.atspi.roles import Role, State, bits
+from deskhand_d.programs.core import texts
 
 SHOWN = (State.VISIBLE, State.SENSITIVE)
 

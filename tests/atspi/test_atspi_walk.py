@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 import trio
 
-from deskhand_d.backends.atspi import bounded, render
-from deskhand_d.backends.atspi import bus as busmod
-from deskhand_d.backends.atspi.model import ACCESSIBLE, ACTION, COMPONENT, TEXT
-from deskhand_d.backends.atspi.roles import Role, State, bits
-from deskhand_d.backends.atspi.walk import Facts, parse_cache_items, read_tree
+from deskhand_d.programs.atspi import bounded, render
+from deskhand_d.programs.atspi import bus as busmod
+from deskhand_d.programs.atspi.model import ACCESSIBLE, ACTION, COMPONENT, TEXT
+from deskhand_d.programs.atspi.roles import Role, State, bits
+from deskhand_d.programs.atspi.walk import Facts, parse_cache_items, read_tree
 
 APP = ":1.7"
 SHOWN = bits(State.VISIBLE, State.SENSITIVE)

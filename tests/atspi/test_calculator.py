@@ -9,7 +9,7 @@ import time
 import pytest
 from mcpclient import Server
 
-from deskhand_d.backends.skyserver import texts
+from deskhand_d.programs.core import texts
 
 pytestmark = pytest.mark.slow
 

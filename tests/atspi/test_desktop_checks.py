@@ -26,7 +26,7 @@ from dhtest.desktop import Desktop, desktop_or_skip, require_binaries, start_des
 from Xlib import display as xdisplay
 
 from deskhand_d import config
-from deskhand_d.backends import deskcheck, launchers
+from deskhand_d.backends import desktopprobe, launchers
 from deskhand_d.errors import DesktopUnreachable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +47,7 @@ def _auto() -> config.BackendConfig:
 
 
 def test_a_whole_private_desktop_passes_and_auto_picks_atspi(desk: Desktop) -> None:
-    checks = deskcheck.run(desk.env)
+    checks = desktopprobe.run(desk.env)
     assert _statuses(checks) == {
         "display": "ok",
         "xtest": "ok",
@@ -76,14 +76,14 @@ def test_the_accessibility_switch_and_chromium_are_explained(desk: Desktop) -> N
     """The bus check says whether the session's switch is on and what that means for apps,
     and what Chromium-family apps need whatever the switch says."""
     _set_switch(desk, False)
-    off = next(c for c in deskcheck.run(desk.env) if c.name == "accessibility_bus")
+    off = next(c for c in desktopprobe.run(desk.env) if c.name == "accessibility_bus")
     assert off.status == "ok"
     assert "accessibility switch (org.a11y.Status IsEnabled) is off" in off.detail
     assert "turns it on while it runs" in off.detail
     assert "--force-renderer-accessibility" in off.detail
     _set_switch(desk, True)
     try:
-        on = next(c for c in deskcheck.run(desk.env) if c.name == "accessibility_bus")
+        on = next(c for c in desktopprobe.run(desk.env) if c.name == "accessibility_bus")
         assert "accessibility switch is on" in on.detail and " is off" not in on.detail
         assert "--force-renderer-accessibility" in on.detail
     finally:
@@ -114,7 +114,7 @@ def test_a_wayland_session_without_gnomes_compositor_is_named(desk: Desktop) -> 
     AT-SPI backend: reading apps and clicks by index need none of it."""
     env = {k: v for k, v in desk.env.items() if k != "DISPLAY"}
     env["WAYLAND_DISPLAY"] = "wayland-9"
-    checks = deskcheck.run(env)
+    checks = desktopprobe.run(env)
     assert _statuses(checks) == {
         "display": "ok",
         "input": "failed",
@@ -124,7 +124,7 @@ def test_a_wayland_session_without_gnomes_compositor_is_named(desk: Desktop) -> 
     assert "Wayland session (wayland-9)" in checks[0].detail
     assert "screen cast" in checks[1].fix or "portal" in checks[1].fix
     assert "24-bit" not in checks[2].fix
-    mutter = deskcheck.run(env, wayland_input="mutter")
+    mutter = desktopprobe.run(env, wayland_input="mutter")
     assert "GNOME remote-desktop interface" in mutter[1].detail and mutter[1].failed
     assert launchers.resolve(_auto(), env, platform="linux").kind == "atspi"
 
@@ -174,7 +174,7 @@ def bare_x() -> Iterator[Any]:
 
 def test_a_display_without_xtest_fails_that_check(desk: Desktop, bare_x: Any) -> None:
     name = bare_x("-screen", "0", "320x240x24", "-extension", "XTEST")
-    checks = deskcheck.run({**desk.env, "DISPLAY": name})
+    checks = desktopprobe.run({**desk.env, "DISPLAY": name})
     assert _statuses(checks) == {
         "display": "ok",
         "xtest": "failed",
@@ -188,7 +188,7 @@ def test_a_screen_that_cannot_be_read_fails_the_screenshot_check(
     desk: Desktop, bare_x: Any
 ) -> None:
     name = bare_x("-screen", "0", "320x240x16")
-    checks = deskcheck.run({**desk.env, "DISPLAY": name})
+    checks = desktopprobe.run({**desk.env, "DISPLAY": name})
     assert _statuses(checks) == {
         "display": "ok",
         "xtest": "ok",
@@ -202,7 +202,7 @@ def test_a_screen_that_cannot_be_read_fails_the_screenshot_check(
 
 
 def test_a_display_nobody_serves_fails_and_skips_what_needs_it(desk: Desktop) -> None:
-    checks = deskcheck.run({**desk.env, "DISPLAY": ":4712"})
+    checks = desktopprobe.run({**desk.env, "DISPLAY": ":4712"})
     assert _statuses(checks) == {
         "display": "failed",
         "xtest": "not_checked",

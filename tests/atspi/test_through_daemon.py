@@ -23,9 +23,9 @@ from dhtest.desktop import MARKER, Desktop, desktop_or_skip
 from dhtest.jev_rig import JevDesk, pick, run_request
 
 from deskhand_d import ax
-from deskhand_d.backends.xsession import _KEYFILE
 from deskhand_d.consent.grants import GrantsFile
 from deskhand_d.consent.linux import LinuxPlatform
+from deskhand_d.programs.xsession import _KEYFILE
 
 ROOT = Path(__file__).resolve().parents[2]
 CTL = [sys.executable, "-m", "deskhandctl"]

@@ -25,10 +25,10 @@ from witnessapp import Witness
 from Xlib import display as xdisplay
 
 from deskhand_d import ax
-from deskhand_d.backends.atspi import x11guard
-from deskhand_d.backends.atspi.x11 import BATCH_KEYS, X11
-from deskhand_d.backends.atspi.x11guard import Guard, InputStopped
-from deskhand_d.backends.atspi.x11keys import Keymap, chunks_by_spares, keysym_for_char
+from deskhand_d.programs.atspi import x11guard
+from deskhand_d.programs.atspi.x11 import BATCH_KEYS, X11
+from deskhand_d.programs.atspi.x11guard import Guard, InputStopped
+from deskhand_d.programs.atspi.x11keys import Keymap, chunks_by_spares, keysym_for_char
 
 pytestmark = pytest.mark.slow
 

@@ -26,7 +26,7 @@ from mcpclient import Server, serving
 from screenread import index, observe_until, ok, seen, where
 from witnessapp import Witness
 
-from deskhand_d.backends.surface import DELIVERY_META, EFFECT_META
+from deskhand_d.surface import DELIVERY_META, EFFECT_META
 
 CALC = "org.gnome.Calculator"
 EDITOR = "org.gnome.TextEditor"
@@ -130,7 +130,7 @@ def test_typing_into_text_editor_is_read_back(server: Server) -> None:
 
 def has_screenshot(server: Server) -> bool:
     """Whether Calculator's observation comes with a picture: the compositor's word that its
-    window has the keyboard (see deskhand_d.backends.atspi.wlscreen)."""
+    window has the keyboard (see deskhand_d.programs.atspi.wlscreen)."""
     return bool(ok(server.call("get_app_state", 60, app=CALC)).images)
 
 
@@ -240,9 +240,9 @@ def test_on_kde_plasma_apps_read_and_input_is_refused(kde: Desktop) -> None:
     Wayland: the tree reads; there is no GNOME screen cast to prove which window has the
     keyboard, so there is no screenshot, typing is refused with nothing sent, no dialog asks the
     person for an approval that could not be used, and doctor's checks say so."""
-    from deskhand_d.backends import deskcheck
+    from deskhand_d.backends import desktopprobe
 
-    found = {c.name: c for c in deskcheck.run(kde.env)}
+    found = {c.name: c for c in desktopprobe.run(kde.env)}
     assert found["display"].status == "ok" and "Wayland session" in found["display"].detail
     assert found["input"].status == "failed" and "KDE Plasma" in found["input"].fix
     assert found["screenshot"].status == "failed"

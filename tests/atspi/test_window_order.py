@@ -58,7 +58,7 @@ def shows(tree: ax.Tree, value: str) -> bool:
 
 
 def test_the_app_in_use_comes_to_the_front_and_gets_the_keys(desk: Desktop) -> None:
-    c = McpChild([sys.executable, "-m", "deskhand_d.backends.atspi"], desk.env, cwd=ROOT)
+    c = McpChild([sys.executable, "-m", "deskhand_d.programs.atspi"], desk.env, cwd=ROOT)
     try:
         calc = observe(c, "Calculator", " 6")  # gnome-calculator, started by the backend
         galc = observe(c, "galculator", "toggle button")  # started later: now on top

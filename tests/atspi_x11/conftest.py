@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from x11peer import PeerWindow, need_xvfb, running_xvfb
 
-from deskhand_d.backends.atspi.x11 import X11
+from deskhand_d.programs.atspi.x11 import X11
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import trio
 from x11peer import PeerWindow
 
-from deskhand_d.backends.atspi.damage import Damage
+from deskhand_d.programs.atspi.damage import Damage
 
 WINDOW = (100, 120, 400, 300)  # the peer fixture's rectangle on the screen
 ELSEWHERE = (700, 500, 100, 100)

@@ -8,7 +8,7 @@ import pytest
 from x11peer import Event, PeerWindow, typed_text
 from Xlib import X
 
-from deskhand_d.backends.atspi.x11 import X11
+from deskhand_d.programs.atspi.x11 import X11
 
 CONTROL_L, SHIFT_L, RETURN, ESCAPE = 0xFFE3, 0xFFE1, 0xFF0D, 0xFF1B
 

@@ -6,7 +6,7 @@ import pytest
 from x11peer import SCREEN, need_xvfb, running_xvfb
 from Xlib import X
 
-from deskhand_d.backends.atspi.x11 import X11, X11Error, X11Unavailable
+from deskhand_d.programs.atspi.x11 import X11, X11Error, X11Unavailable
 
 
 def test_open_reports_the_screen_size(display_name: str) -> None:

@@ -8,7 +8,7 @@ import pytest
 from atspi_x11.pngdecode import decode
 from x11peer import SCREEN, PeerWindow
 
-from deskhand_d.backends.atspi.x11 import X11
+from deskhand_d.programs.atspi.x11 import X11
 
 BACKGROUND = 0x203040
 RED, GREEN, BLUE, ODD = 0xFF0000, 0x00FF00, 0x0000FF, 0x123456

@@ -16,8 +16,8 @@ import pytest
 from x11peer import Event, PeerWindow, typed_text
 from Xlib import X
 
-from deskhand_d.backends.atspi import x11 as x11_module
-from deskhand_d.backends.atspi.x11 import X11
+from deskhand_d.programs.atspi import x11 as x11_module
+from deskhand_d.programs.atspi.x11 import X11
 
 # 63 distinct characters missing from a US keymap (Xvfb has 19 spare keycodes), in a text
 # where they come back again and again, with shifted ASCII, newlines and characters outside

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import trio
-from deskhandctl.wshandshake import accept_value
+from deskhandctl.wire.handshake import accept_value
 
 
 async def read_request_head(stream: trio.SocketStream) -> dict[str, str]:

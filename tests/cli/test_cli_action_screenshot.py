@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from dhtest.clidaemon import CliDaemon, sim_desk
 
-from deskhand_d.backends.sim.apps.calculator import Calculator
 from deskhand_d.native.imagesize import image_size
+from deskhand_d.programs.sim.apps.calculator import Calculator
 
 __all__ = ["sim_desk"]
 
@@ -192,8 +192,8 @@ def test_a_refused_action_writes_no_file(sim_desk: Any, tmp_path: Path) -> None:
 def test_every_action_command_takes_screenshot() -> None:
     """The option is on every command that acts with a state id, it is never sent to the
     daemon, and docs/cli.md describes it."""
-    from deskhandctl.commands import request_fields
-    from deskhandctl.grammar import COMMANDS
+    from deskhandctl.cli.commands import request_fields
+    from deskhandctl.cli.grammar import COMMANDS
 
     acting = [c for c in COMMANDS.values() if c.acts]
     assert len(acting) == 8

@@ -15,7 +15,7 @@ import pytest
 import trio
 import trio_websocket
 from deskhandctl.__main__ import main
-from deskhandctl.session import Session
+from deskhandctl.wire.session import Session
 from fake_daemon import STATUS, WELCOME, WsStart, fake_daemon, run_cli, standard, with_overrides
 
 
@@ -103,7 +103,7 @@ async def test_session_hook_sees_every_event(ws_server: WsStart) -> None:
     path = await ws_server(fake_daemon(with_overrides(ping=with_events)))
 
     def client() -> list[dict[str, Any]]:
-        from deskhandctl.connect import open_session
+        from deskhandctl.wire.connect import open_session
 
         seen: list[dict[str, Any]] = []
         session: Session = open_session(
@@ -234,7 +234,7 @@ def test_eacces_on_connect_exits_77(
     def refused(path: str, *, timeout: float | None) -> Any:
         raise PermissionError(errno.EACCES, "Permission denied", path)
 
-    monkeypatch.setattr("deskhandctl.connect.connect_unix", refused)
+    monkeypatch.setattr("deskhandctl.wire.connect.connect_unix", refused)
     assert main(["--socket", f"{short_dir}/x.sock", "status"]) == 77
     err = capsys.readouterr().err
     assert "permission denied" in err and f"{short_dir}/x.sock" in err

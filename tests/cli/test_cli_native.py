@@ -106,7 +106,7 @@ REQUESTS: list[tuple[list[str], Message]] = [
 @pytest.fixture(autouse=True)
 def no_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process runs never count as attached to a terminal, even under ``pytest -s``."""
-    monkeypatch.setattr("deskhandctl.events.terminal_attached", lambda: False)
+    monkeypatch.setattr("deskhandctl.cli.events.terminal_attached", lambda: False)
     monkeypatch.delenv("DESKHAND_SESSION", raising=False)
 
 
@@ -116,7 +116,7 @@ def person_confirms(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> None:
     refusal without one and the discarded typed-ahead keys are in ``test_person_only.py``."""
     words = [a for a in argv if not a.startswith("--")]
     if words[:1] == ["unlock"] or words[:2] in (["apps", "add"], ["grants", "restore"]):
-        monkeypatch.setattr("deskhandctl.events.terminal_attached", lambda: True)
+        monkeypatch.setattr("deskhandctl.cli.events.terminal_attached", lambda: True)
         monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 import trio_websocket
-from deskhandctl.events import discard_typeahead
+from deskhandctl.cli.events import discard_typeahead
 from fake_daemon import Message, WsStart, action, standard
 from terminal import Terminal
 

@@ -16,7 +16,7 @@ import pytest
 from dhtest.clidaemon import CliDaemon, sim_desk
 from terminal import Terminal
 
-from deskhand_d.backends.sim.apps.calculator import Calculator
+from deskhand_d.programs.sim.apps.calculator import Calculator
 
 pytestmark = pytest.mark.slow
 W, H = Calculator.width, Calculator.height  # the simulated Calculator's screenshot, in pixels

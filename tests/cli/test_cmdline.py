@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from deskhandctl.__main__ import main
-from deskhandctl.grammar import APPS_HINT
-from deskhandctl.parser import parse, parse_fast
-from deskhandctl.usage import build, parse_slow
+from deskhandctl.cli.grammar import APPS_HINT
+from deskhandctl.cli.parser import parse, parse_fast
+from deskhandctl.cli.usage import build, parse_slow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -391,13 +391,13 @@ def test_parse_raises_system_exit_for_help() -> None:
 
 
 def test_service_arguments_are_passed_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Everything after 'service' goes, untouched, to deskhandctl.service.main."""
+    """Everything after 'service' goes, untouched, to deskhandctl.setup.service.main."""
     calls: list[list[str]] = []
 
     def fake_main(argv: list[str]) -> int:
         calls.append(argv)
         return 5
 
-    monkeypatch.setattr("deskhandctl.service.main", fake_main)
+    monkeypatch.setattr("deskhandctl.setup.service.main", fake_main)
     assert main(["service", "install", "--dry-run", "--json"]) == 5
     assert calls == [["install", "--dry-run", "--json"]]

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl.grammar import COMMANDS, PASSTHROUGH
-from deskhandctl.parser import parse_fast
+from deskhandctl.cli.grammar import COMMANDS, PASSTHROUGH
+from deskhandctl.cli.parser import parse_fast
 from dhtest.clidaemon import CliDaemon, sim_desk
 from dhtest.mcpstdio import McpChild
 from terminal import Terminal
 
-from deskhand_d.words import Words
+from deskhand_d.nextsteps import Words
 
 __all__ = ["sim_desk"]
 

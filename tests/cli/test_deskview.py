@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deskhandctl import deskview
+from deskhandctl.cli import deskview
 
 STATUS: dict[str, Any] = {
     "version": "1.2.3",

@@ -181,7 +181,7 @@ _AS_NOBODY = textwrap.dedent(
     """
     import os, sys
     import _sha1, json, time
-    import deskhand_d.paths, deskhandctl.__main__, deskhandctl.connect, deskhandctl.render
+    import deskhand_d.paths, deskhandctl.__main__, deskhandctl.wire.connect, deskhandctl.cli.render
     os.setgroups([]); os.setgid(%(uid)d); os.setuid(%(uid)d)
     sys.exit(deskhandctl.__main__.main(sys.argv[1:]))
     """

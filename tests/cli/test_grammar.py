@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from deskhandctl.commands import op_for, request_fields
-from deskhandctl.grammar import COMMANDS, PASSTHROUGH, Command, Param, leaf
-from deskhandctl.parser import parse_fast
-from deskhandctl.usage import parse_slow
+from deskhandctl.cli.commands import op_for, request_fields
+from deskhandctl.cli.grammar import COMMANDS, PASSTHROUGH, Command, Param, leaf
+from deskhandctl.cli.parser import parse_fast
+from deskhandctl.cli.usage import parse_slow
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

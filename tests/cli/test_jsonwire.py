@@ -1,4 +1,4 @@
-"""``deskhandctl.jsonwire`` reads and writes JSON exactly as the ``json`` package does."""
+"""``deskhandctl.wire.jsontext`` reads and writes JSON exactly as the ``json`` package does."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from deskhandctl import jsonwire
+from deskhandctl.wire import jsontext as jsonwire
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -89,7 +89,7 @@ def test_nesting_deeper_than_the_stack_is_a_value_error(depth: int) -> None:
 
 def test_importing_it_loads_neither_json_nor_re() -> None:
     """The point of the module: no json package, no re, in a fresh interpreter."""
-    probe = "import sys, deskhandctl.jsonwire as j; j.loads('[1]'); j.dumps_compact([1]); print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))"
+    probe = "import sys, deskhandctl.wire.jsontext as j; j.loads('[1]'); j.dumps_compact([1]); print(sorted(m for m in ('json', 're', 'enum') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -99,7 +99,7 @@ def test_invalid_documents_raise_value_error_before_json_is_imported() -> None:
     cannot build its own error; loads still refuses with a ValueError that says where."""
     bad = ['"\x01"', '{"a":1,}', '{"a" 1}', '"abc', '{"a": }']
     probe = (
-        "import sys, deskhandctl.jsonwire as j\n"
+        "import sys, deskhandctl.wire.jsontext as j\n"
         "assert 'json.decoder' not in sys.modules\n"
         "for text in sys.argv[1:]:\n"
         "    try:\n"

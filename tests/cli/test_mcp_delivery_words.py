@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from deskhandctl import mcptools
+from deskhandctl.facade import tools as mcptools
 from dhtest.clidaemon import CliDaemon, sim_desk
 from dhtest.mcpstdio import McpChild, ToolResult
 

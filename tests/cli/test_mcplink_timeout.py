@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from deskhandctl.mcplink import Link, NoAnswer
+from deskhandctl.facade.link import Link, NoAnswer
 from fake_daemon import Message, WsStart, fake_daemon, with_overrides
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from deskhandctl.__main__ import main
-from deskhandctl.autostart import service_manager_hint
-from deskhandctl.connect import autostart_allowed, resolve_socket
+from deskhandctl.wire.autostart import service_manager_hint
+from deskhandctl.wire.connect import autostart_allowed, resolve_socket
 
 from deskhand_d import paths
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from deskhandctl import render
+from deskhandctl.cli import render
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deskhandctl import _units, service
+from deskhandctl.setup import service
+from deskhandctl.setup import units as _units
 from dhtest.daemon import daemon_env, short_tmpdir
 
 from deskhand_d import paths

@@ -44,7 +44,7 @@ FORBIDDEN = {
     "email",
     "http",
     "logging",
-    "json",  # deskhandctl.jsonwire uses the C accelerator _json without the package
+    "json",  # deskhandctl.wire.jsontext uses the C accelerator _json without the package
     "re",
     "enum",
 }
@@ -70,7 +70,7 @@ def test_common_commands_stay_light(daemon: DaemonProc, command: str) -> None:
         "--socket", str(daemon.socket), command, env=daemon_env(daemon.root)
     )
     assert code == 0
-    assert "deskhandctl.wsclient" in modules  # the probe really ran the command
+    assert "deskhandctl.wire.client" in modules  # the probe really ran the command
     assert roots(modules) & FORBIDDEN == set()
     assert "pathlib" not in modules  # an explicit --socket needs no default path
 
@@ -97,7 +97,7 @@ async def test_desktop_commands_stay_light(
             lambda: loaded_modules("--socket", path, *argv, env=env)
         )
     assert code == 0
-    assert "deskhandctl.commands" in modules
+    assert "deskhandctl.cli.commands" in modules
     assert roots(modules) & FORBIDDEN == set()
     assert "argparse" not in modules and "pathlib" not in modules
 
@@ -116,7 +116,7 @@ def test_an_action_saving_its_screenshot_stays_light(sim_desk: Any, tmp_path: Pa
         env=d.env,
     )
     assert code == 0 and shot.stat().st_size > 0
-    assert "deskhandctl.commands" in modules
+    assert "deskhandctl.cli.commands" in modules
     assert roots(modules) & FORBIDDEN == set()
     assert "argparse" not in modules and "pathlib" not in modules
 
@@ -135,4 +135,4 @@ def test_version_loads_no_connection_code(daemon: DaemonProc) -> None:
     """--version is answered before any connection or JSON module is imported."""
     code, modules = loaded_modules("--version", env=daemon_env(daemon.root))
     assert code == 0
-    assert not {"json", "_socket", "deskhandctl.connect", "re"} & modules
+    assert not {"json", "_socket", "deskhandctl.wire.connect", "re"} & modules

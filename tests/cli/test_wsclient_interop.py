@@ -14,14 +14,14 @@ import pytest
 import trio
 import trio_websocket
 from cli_servers import accept_head, read_request_head
-from deskhandctl.wsclient import (
+from deskhandctl.wire.client import (
     ClosedBeforeHandshake,
     ConnectionClosed,
     ConnectionLost,
     WebSocket,
     connect_unix,
 )
-from deskhandctl.wsframes import (
+from deskhandctl.wire.frames import (
     OP_CLOSE,
     OP_TEXT,
     Close,
@@ -29,7 +29,7 @@ from deskhandctl.wsframes import (
     WebSocketProtocolError,
     encode_frame,
 )
-from deskhandctl.wshandshake import HandshakeError, HandshakeRejected
+from deskhandctl.wire.handshake import HandshakeError, HandshakeRejected
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Ping, Pong, Request, TextMessage
 

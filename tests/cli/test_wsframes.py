@@ -6,7 +6,7 @@ import itertools
 import os
 
 import pytest
-from deskhandctl.wsframes import (
+from deskhandctl.wire.frames import (
     CLOSE_INVALID_DATA,
     CLOSE_MESSAGE_TOO_BIG,
     CLOSE_NO_STATUS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import binascii
 
 import pytest
-from deskhandctl.wshandshake import (
+from deskhandctl.wire.handshake import (
     MAX_HEAD_SIZE,
     HandshakeError,
     HandshakeRejected,

@@ -26,11 +26,11 @@ import pytest
 from dhtest.desktop import Desktop, desktop_or_skip
 from dhtest.mcpstdio import McpChild, ToolResult
 
-from deskhand_d import ax
+from deskhand_d import ax, surface
 from deskhand_d.ax import Element
-from deskhand_d.backends import doctor, surface
-from deskhand_d.backends.atspi import roles as atspi_roles
-from deskhand_d.backends.skyserver import texts
+from deskhand_d.backends import doctor
+from deskhand_d.programs.atspi import roles as atspi_roles
+from deskhand_d.programs.core import texts
 
 ROOT = Path(__file__).resolve().parents[2]
 KEYS = ("6", "+", "7", "=")
@@ -62,7 +62,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     if request.param == "sim":
         env = {k: v for k, v in os.environ.items() if not k.startswith("DESKHAND_SIM")}
         env["DESKHAND_SIM_SCENARIO"] = json.dumps({"preapproved": ["*"]})
-        argv = [sys.executable, "-m", "deskhand_d.backends.sim"]
+        argv = [sys.executable, "-m", "deskhand_d.programs.sim"]
         yield Backend("sim", lambda: McpChild(argv, env, cwd=ROOT), _sim_key, lambda: None)
         return
     with desktop_or_skip("gnome-calculator") as desk:
@@ -70,7 +70,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
 
 
 def _atspi_backend(desk: Desktop) -> Backend:
-    argv = [sys.executable, "-m", "deskhand_d.backends.atspi"]
+    argv = [sys.executable, "-m", "deskhand_d.programs.atspi"]
 
     def fresh() -> None:
         desk.stop_app("gnome-calculator")

@@ -200,14 +200,14 @@ SPAWNERS = {
 ELSEWHERE = {
     # The backend's environment: the LaunchSpec's, which backends/launchers.py builds with
     # child_env; spawn.py starts what transport.py hands it.
-    "deskhand_d/mcp/transport.py",
-    "deskhand_d/mcp/spawn.py",
+    "deskhand_d/backends/mcpclient/transport.py",
+    "deskhand_d/backends/mcpclient/spawn.py",
     # Run inside the AT-SPI backend, whose whole environment the daemon built with child_env.
-    "deskhand_d/backends/atspi/frames.py",
-    "deskhand_d/backends/atspi/reaper.py",
+    "deskhand_d/programs/atspi/frames.py",
+    "deskhand_d/programs/atspi/reaper.py",
     # Run by deskhandctl, not the daemon: the private desktop of `deskhandctl demo` and the
     # tests, and `ps` for `deskhandctl stop` on macOS.
-    "deskhand_d/backends/xsession.py",
+    "deskhand_d/programs/xsession.py",
     "deskhand_d/pidfile.py",
 }
 

@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from deskhandctl import connect
+from deskhandctl.wire import connect
 from dhtest.daemon import DaemonProc, short_tmpdir
 
 

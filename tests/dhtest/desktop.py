@@ -1,4 +1,4 @@
-"""The private desktop for tests: ``deskhand_d.backends.xsession`` plus the pytest rules.
+"""The private desktop for tests: ``deskhand_d.programs.xsession`` plus the pytest rules.
 
 Tests that need real apps (gnome-calculator, galculator) under Xvfb take a desktop through
 :func:`desktop_or_skip`: it skips when a binary is missing and ``CI`` is unset, and fails under
@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from deskhand_d.backends.xsession import (
+from deskhand_d.programs.xsession import (
     APPS,
     MARKER,
     Desktop,

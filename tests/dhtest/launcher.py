@@ -47,7 +47,7 @@ class FakeLauncher:
         return {
             "DESKHAND_BACKEND": "command",
             "DESKHAND_BACKEND_COMMAND": json.dumps(
-                [sys.executable, "-m", "deskhand_d.backends.sim"]
+                [sys.executable, "-m", "deskhand_d.programs.sim"]
             ),
             "DESKHAND_CONSENT_PLATFORM": "catalog",
             "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}",

@@ -1,14 +1,14 @@
 """A Jev step's backend call is the one a native action request of the same kind makes: both
-are built by :mod:`deskhand_d.mcp.toolcalls` (Jev's desk has no builder of its own)."""
+are built by :mod:`deskhand_d.backends.mcpclient.toolcalls` (Jev's desk has no builder of its own)."""
 
 from __future__ import annotations
 
 import pytest
 
 from deskhand_d import errors as E
+from deskhand_d.backends.mcpclient.toolcalls import for_request
 from deskhand_d.jev.desk import tool_for
 from deskhand_d.jev.types import Prepared
-from deskhand_d.mcp.toolcalls import for_request
 from deskhand_d.protocol import Action, Click, PressKey, Scroll, SetValue, TypeText
 
 _AT = {"id": 1, "app": "TextEdit", "state_id": "s"}

@@ -13,10 +13,10 @@ import pytest
 import trio
 import trio.testing
 
+from deskhand_d.backends.mcpclient import approvals as ap
+from deskhand_d.backends.mcpclient.connection import BackendConnection, LaunchSpec, open_backend
+from deskhand_d.backends.mcpclient.results import Kind
 from deskhand_d.errors import BadRequest, OutcomeUnknown
-from deskhand_d.mcp import approvals as ap
-from deskhand_d.mcp.connection import BackendConnection, LaunchSpec, open_backend
-from deskhand_d.mcp.results import Kind
 
 Answer = Literal["accept", "decline"]
 
@@ -30,7 +30,7 @@ class Sim:
         if scenario is not None:
             env["DESKHAND_SIM_SCENARIO"] = json.dumps(scenario)
         self.spec = LaunchSpec(
-            kind="sim", argv=(sys.executable, "-m", "deskhand_d.backends.sim"), env=env
+            kind="sim", argv=(sys.executable, "-m", "deskhand_d.programs.sim"), env=env
         )
 
     def events(self, kind: str | None = None) -> list[dict[str, Any]]:

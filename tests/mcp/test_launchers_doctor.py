@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from deskhand_d import config
-from deskhand_d.backends import a11ybus, desktop, doctor, launchers, skylaunch, surface
+from deskhand_d import config, surface
+from deskhand_d.backends import a11ybus, desktop, doctor, launchers, skylaunch
 from deskhand_d.errors import BackendUnavailable, DesktopUnreachable
 
 
@@ -34,7 +34,7 @@ def test_env_selects_backend_and_command_argv() -> None:
     spec = launchers.resolve(_cfg(**env), env)
     assert spec.kind == "command" and spec.argv == ("python3", "/srv/x.py")
     sim = launchers.resolve(_cfg(DESKHAND_BACKEND="sim"), {})
-    assert sim.argv == (sys.executable, "-m", "deskhand_d.backends.sim")
+    assert sim.argv == (sys.executable, "-m", "deskhand_d.programs.sim")
 
 
 def test_bad_command_env_is_a_config_error() -> None:
@@ -126,7 +126,7 @@ def test_auto_on_linux_with_a_desktop_is_atspi() -> None:
 
     env = {"DBUS_SESSION_BUS_ADDRESS": "unix:path=/x", "TYPESAFE_API_KEY": "sk"}
     spec = launchers.resolve(_cfg(), env, platform="linux", checks=found)
-    assert spec.kind == "atspi" and spec.argv == (sys.executable, "-m", "deskhand_d.backends.atspi")
+    assert spec.kind == "atspi" and spec.argv == (sys.executable, "-m", "deskhand_d.programs.atspi")
     assert spec.notice == "using AT-SPI: X display :5 answers. both buses answer."
     assert "TYPESAFE_API_KEY" not in spec.env and seen and seen[0] == env
     # an explicit kind is never probed

@@ -9,8 +9,8 @@ from typing import Literal
 
 import trio
 
-from deskhand_d.mcp import approvals as ap
-from deskhand_d.mcp.connection import LaunchSpec, open_backend
+from deskhand_d.backends.mcpclient import approvals as ap
+from deskhand_d.backends.mcpclient.connection import LaunchSpec, open_backend
 
 PEER = Path(__file__).resolve().parents[1] / "peers" / "scripted_server.py"
 SPEC = LaunchSpec(kind="command", argv=(sys.executable, str(PEER)), env={"PATH": "/usr/bin:/bin"})

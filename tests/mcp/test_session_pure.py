@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deskhand_d.backends import surface
-from deskhand_d.mcp import approvals as ap
-from deskhand_d.mcp import results
-from deskhand_d.mcp.arguments import ArgumentsRefused, negotiate
-from deskhand_d.mcp.framing import FramingError, LineSplitter
-from deskhand_d.mcp.session import (
+from deskhand_d import surface
+from deskhand_d.backends.mcpclient import approvals as ap
+from deskhand_d.backends.mcpclient import results
+from deskhand_d.backends.mcpclient.arguments import ArgumentsRefused, negotiate
+from deskhand_d.backends.mcpclient.framing import FramingError, LineSplitter
+from deskhand_d.backends.mcpclient.session import (
     ErrorResponse,
     Invalid,
     McpSession,

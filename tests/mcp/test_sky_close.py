@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from deskhand_d.backends.mcpclient import turnend
+from deskhand_d.backends.mcpclient.connection import LaunchSpec, open_backend
+from deskhand_d.backends.mcpclient.prelude import Prelude
 from deskhand_d.errors import BackendTimeout, BackendUnavailable
-from deskhand_d.mcp import turnend
-from deskhand_d.mcp.connection import LaunchSpec, open_backend
-from deskhand_d.mcp.prelude import Prelude
 
 CLIENT = Path(__file__).resolve().parents[1] / "fakes" / "sky" / "SkyComputerUseClient"
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl import mcpconfig
+from deskhandctl.setup import mcpconfig
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "mcp-hosts"
@@ -46,7 +46,9 @@ CLEARED = (
     "APPDATA",
 )
 # python -c: the module's main() as a process of its own, until `deskhandctl mcp` hands it over.
-SUB_MAIN = "import sys; from deskhandctl import mcpconfig; sys.exit(mcpconfig.main(sys.argv[1:]))"
+SUB_MAIN = (
+    "import sys; from deskhandctl.setup import mcpconfig; sys.exit(mcpconfig.main(sys.argv[1:]))"
+)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from deskhandctl import mcpconfig
+from deskhandctl.setup import mcpconfig
 from hostdesk import (
     ARGS,
     COMMAND,

@@ -8,8 +8,9 @@ from typing import Any
 
 import jsonschema
 import pytest
-from deskhandctl import mcpcore, mcptools
-from deskhandctl.mcpcore import Host, Notification, Request, Response
+from deskhandctl.facade import core as mcpcore
+from deskhandctl.facade import tools as mcptools
+from deskhandctl.facade.core import Host, Notification, Request, Response
 
 from deskhand_d import schema
 

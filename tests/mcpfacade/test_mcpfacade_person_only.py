@@ -9,12 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from deskhandctl import mcptools
+from deskhandctl.facade import tools as mcptools
 from dhtest.clidaemon import CliDaemon
 from facade_rig import RawHost
 
 PERSON_ONLY_OPS = ("unlock", "apps_add", "grants_restore", "questions_watch", "answer")
-FACADE_MODULES = ("mcpserver.py", "mcptools.py", "mcplink.py", "mcpcore.py")
+FACADE_MODULES = ("server.py", "tools.py", "link.py", "core.py")
 
 
 @pytest.mark.parametrize("mode", ["native", "jev"])
@@ -32,7 +32,7 @@ def test_the_facade_sends_no_person_only_op() -> None:
     for module in FACADE_MODULES:
         text = (package / module).read_text()
         for op in PERSON_ONLY_OPS:
-            if op == "answer" and module == "mcpserver.py":
+            if op == "answer" and module == "server.py":
                 continue  # relaying the host's own answer to its own question
             assert f'"{op}"' not in text and f"'{op}'" not in text, (module, op)
 

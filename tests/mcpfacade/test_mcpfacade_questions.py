@@ -117,7 +117,7 @@ class _Console:
     def __init__(self, desk: CliDaemon) -> None:
         code = (
             "import json, sys\n"
-            "from deskhandctl.connect import open_session\n"
+            "from deskhandctl.wire.connect import open_session\n"
             "s = open_session(sys.argv[1], timeout=60, autostart=False, client_version='t',"
             " can_answer_questions=True)\n"
             "version = 0\n"

@@ -8,9 +8,9 @@ import time
 from typing import Any
 
 import pytest
-from deskhandctl import mcplink
-from deskhandctl.mcpcore import Host
-from deskhandctl.mcpserver import Server
+from deskhandctl.facade import link as mcplink
+from deskhandctl.facade.core import Host
+from deskhandctl.facade.server import Server
 
 
 def test_link_is_made_once_when_threads_ask_at_once(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,7 @@
 """The one interpreter of a backend's answer (``deskhand_d.native.interpret``), table-driven.
 
 Each row is an answer as a backend sends it, the call it answers (an observation or an action)
-and what the client then gets: the kind :func:`~deskhand_d.mcp.results.classify` reads, then
+and what the client then gets: the kind :func:`~deskhand_d.backends.mcpclient.results.classify` reads, then
 the error code and its delivery, or ``ok`` when the result is used as it is (an action's
 ``ok: false`` reply included). Sky's answers are written out here as the spec gives them
 (docs: /work/shared/specs/sky-protocol.md), not taken from the server's texts module; the
@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 
 from deskhand_d import errors as E
-from deskhand_d.backends import surface
-from deskhand_d.backends.sim.engine import INJECT_META_KEY, Engine
-from deskhand_d.backends.sim.scenario import Scenario
-from deskhand_d.backends.skyserver.tools import call_result
-from deskhand_d.mcp.connection import CallResult
-from deskhand_d.mcp.results import Kind, classify
+from deskhand_d import surface
+from deskhand_d.backends.mcpclient.connection import CallResult
+from deskhand_d.backends.mcpclient.results import Kind, classify
 from deskhand_d.native import interpret
 from deskhand_d.native.sessions import Session
+from deskhand_d.programs.core.tools import call_result
+from deskhand_d.programs.sim.engine import INJECT_META_KEY, Engine
+from deskhand_d.programs.sim.scenario import Scenario
 
 APP = "com.apple.TextEdit"
 STOP = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from deskhand_d import errors as E
-from deskhand_d.mcp.toolcalls import check_click_target
+from deskhand_d.backends.mcpclient.toolcalls import check_click_target
 from deskhand_d.native.states import (
     STATE_TTL_S,
     StateBook,

@@ -50,7 +50,7 @@ class Sim:
         child_env["DESKHAND_SIM_SCENARIO"] = json.dumps(full)
         child_env.update(env or {})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "deskhand_d.backends.sim", *args],
+            [sys.executable, "-m", "deskhand_d.programs.sim", *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

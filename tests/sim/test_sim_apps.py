@@ -301,7 +301,7 @@ def test_action_error_texts(approved: Sim) -> None:
 
 def test_coordinate_clicks_hit_elements_by_their_rectangles(approved: Sim) -> None:
     """x/y clicks land on the element drawn there (rect map of the screenshot)."""
-    from deskhand_d.backends.sim.apps.calculator import Calculator
+    from deskhand_d.programs.sim.apps.calculator import Calculator
 
     frames = {n.key: n.frame for _, n in Calculator(1, "en").window().root.walk() if n.frame}
 
@@ -323,7 +323,7 @@ def test_coordinate_clicks_hit_elements_by_their_rectangles(approved: Sim) -> No
 
 def test_textedit_coordinates_place_the_caret_and_drag_selects(approved: Sim) -> None:
     """A click on the text grid places the caret; a drag across it selects that span."""
-    from deskhand_d.backends.sim.apps.textedit import CHAR_W, LINE_H
+    from deskhand_d.programs.sim.apps.textedit import CHAR_W, LINE_H
 
     approved.text("get_app_state", {"app": "TextEdit"})
     approved.text("type_text", {"app": "TextEdit", "text": "hello world\nsecond"})

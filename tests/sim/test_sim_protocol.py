@@ -11,7 +11,7 @@ import sys
 import pytest
 from simclient import ROOT, UUID_UPPER, MakeSim, Sim
 
-from deskhand_d.backends import surface
+from deskhand_d import surface
 
 SKY_HASH = "14e7d17f1f59e77ca541a15071e980628cd08977a4dda111c96e0564d337056b"
 PARSE_ERROR = {
@@ -160,7 +160,7 @@ def test_piped_one_shot_session_gets_its_answers() -> None:
     ]
     data = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     env = {**os.environ, "DESKHAND_SIM_SCENARIO": "{}"}
-    cmd = [sys.executable, "-m", "deskhand_d.backends.sim"]
+    cmd = [sys.executable, "-m", "deskhand_d.programs.sim"]
     done = subprocess.run(cmd, input=data, capture_output=True, cwd=ROOT, env=env, timeout=20)
     out = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.returncode == 0 and done.stderr == b""

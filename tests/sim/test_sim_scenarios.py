@@ -58,7 +58,7 @@ def test_screenshots_are_jpeg_of_each_window(make_sim: MakeSim) -> None:
 
 def test_realistic_latency_defaults() -> None:
     """realistic_latency fills in Sky-like delays; explicit delay_ms values still win."""
-    from deskhand_d.backends.sim.scenario import Scenario, decode
+    from deskhand_d.programs.sim.scenario import Scenario, decode
 
     assert Scenario().delay_for("press_key") == 0 and Scenario().elicitation_delay() == 0
     real = decode('{"realistic_latency": true, "delay_ms": {"click": 5}}')
@@ -353,7 +353,7 @@ def test_scenario_file_bad_scenarios_and_turn_ended_command(tmp_path: Path) -> N
     """--scenario reads a file; bad knobs exit 2 with a message; turn-ended exits 0."""
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"host": "Codex"}))
-    cmd = [sys.executable, "-m", "deskhand_d.backends.sim"]
+    cmd = [sys.executable, "-m", "deskhand_d.programs.sim"]
     pipes = {"stdin": subprocess.DEVNULL, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     env = {**os.environ, "DESKHAND_SIM_SCENARIO": '{"stop_after": 3}'}
     bad = subprocess.Popen(cmd, env=env, cwd=ROOT, **pipes)  # type: ignore[call-overload]

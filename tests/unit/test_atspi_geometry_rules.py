@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 
-from deskhand_d.backends.atspi.model import (
+from deskhand_d.programs.atspi.model import (
     NOT_DRAWN,
     Node,
     clear_in_view,
@@ -16,7 +16,7 @@ from deskhand_d.backends.atspi.model import (
     sure_point,
     where,
 )
-from deskhand_d.backends.atspi.roles import Role, State, bits
+from deskhand_d.programs.atspi.roles import Role, State, bits
 
 BOXES = [None, (0, 0, 0, 0), (10, 10, 50, 20), (0, 900, 50, 20), (-(2**31), -(2**31), 50, 20)]
 CLIPS = [None, (0, 0, 400, 300)]

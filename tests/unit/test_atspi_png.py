@@ -11,7 +11,7 @@ from atspi_x11.pngdecode import SIGNATURE, chunks, decode
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deskhand_d.backends.atspi.png import PixelFormat, encode_rgb, pack_rgb
+from deskhand_d.programs.atspi.png import PixelFormat, encode_rgb, pack_rgb
 
 
 def _gradient(width: int, height: int) -> bytes:

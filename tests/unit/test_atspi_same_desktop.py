@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from deskhand_d.backends.atspi.apps import environ_of, instance_ages, same_desktop
-from deskhand_d.backends.atspi.catalog import DesktopApp
+from deskhand_d.programs.atspi.apps import environ_of, instance_ages, same_desktop
+from deskhand_d.programs.atspi.catalog import DesktopApp
 
 BUS = "unix:path=/tmp/dhbus-test/bus"
 HERE = {"DISPLAY": ":7", "DBUS_SESSION_BUS_ADDRESS": BUS}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from deskhand_d.backends.atspi.damage import overlaps
-from deskhand_d.backends.atspi.events import is_reaction
-from deskhand_d.backends.atspi.model import Node
-from deskhand_d.backends.atspi.roles import Role
-from deskhand_d.backends.atspi.screen import changed_bytes, significant_bytes
-from deskhand_d.backends.atspi.settle import LIMITS, Limits, lags, tree_wait
+from deskhand_d.programs.atspi.damage import overlaps
+from deskhand_d.programs.atspi.events import is_reaction
+from deskhand_d.programs.atspi.model import Node
+from deskhand_d.programs.atspi.roles import Role
+from deskhand_d.programs.atspi.screen import changed_bytes, significant_bytes
+from deskhand_d.programs.atspi.settle import LIMITS, Limits, lags, tree_wait
 
 END = 100.0  # the input ended here (seconds, any clock)
 NEVER = float("-inf")

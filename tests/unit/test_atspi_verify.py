@@ -17,23 +17,23 @@ from pathlib import Path
 import pytest
 
 from deskhand_d import errors as E
-from deskhand_d.backends import surface
-from deskhand_d.backends.atspi import programs
-from deskhand_d.backends.atspi.model import Node
-from deskhand_d.backends.atspi.notes import Withheld, describe_exit
-from deskhand_d.backends.atspi.render import render
-from deskhand_d.backends.atspi.roles import Role, State
-from deskhand_d.backends.atspi.verify import (
+from deskhand_d import surface
+from deskhand_d.backends.mcpclient.info import CallResult
+from deskhand_d.backends.mcpclient.results import Kind, classify, effect, shortfall
+from deskhand_d.native.interpret import NOTE_CODES, raise_input_stopped
+from deskhand_d.native.sessions import Session
+from deskhand_d.programs.atspi import programs
+from deskhand_d.programs.atspi.model import Node
+from deskhand_d.programs.atspi.notes import Withheld, describe_exit
+from deskhand_d.programs.atspi.render import render
+from deskhand_d.programs.atspi.roles import Role, State
+from deskhand_d.programs.atspi.verify import (
     Expectation,
     blocking_dialog,
     caret_at,
     focus_verdict,
     judge,
 )
-from deskhand_d.mcp.info import CallResult
-from deskhand_d.mcp.results import Kind, classify, effect, shortfall
-from deskhand_d.native.interpret import NOTE_CODES, raise_input_stopped
-from deskhand_d.native.sessions import Session
 
 APP = ":1.42"
 MODAL = 1 << State.MODAL

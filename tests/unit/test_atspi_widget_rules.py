@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from deskhand_d.backends.atspi import bounded, model, pages, render, roles
-from deskhand_d.backends.atspi.model import EDITABLE_TEXT, Node
-from deskhand_d.backends.atspi.roles import Role, State, bits
+from deskhand_d.programs.atspi import bounded, model, pages, render, roles
+from deskhand_d.programs.atspi.model import EDITABLE_TEXT, Node
+from deskhand_d.programs.atspi.roles import Role, State, bits
 
 APP = ":1.9"
 VISIBLE = bits(State.VISIBLE, State.SENSITIVE)
@@ -203,7 +203,7 @@ def test_windows_of_large_containers() -> None:
 def test_a_menu_title_in_a_menu_bar_is_a_menu_bar_item_whatever_its_role() -> None:
     """GTK 3 says `menu`, Qt and GTK 4 `menu item` for the title in a menu bar: both are the
     macOS `menu bar item` a click opens; inside a menu, either is a `menu item`."""
-    from deskhand_d.backends.atspi.roles import Role, role_words
+    from deskhand_d.programs.atspi.roles import Role, role_words
 
     for role in (Role.MENU, Role.MENU_ITEM):
         assert role_words(role, parent_role=Role.MENU_BAR) == "menu bar item"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deskhand_d.backends.atspi.x11keys import (
+from deskhand_d.programs.atspi.x11keys import (
     KeyChord,
     KeyLocation,
     Keymap,
@@ -298,7 +298,7 @@ def test_runs_cut_by_length_and_repeated_keys(
 
 
 def test_pointer_and_wheel_button_names() -> None:
-    from deskhand_d.backends.atspi.x11keys import pointer_button, wheel_button
+    from deskhand_d.programs.atspi.x11keys import pointer_button, wheel_button
 
     assert [pointer_button(n) for n in ("left", "Middle", " right ")] == [1, 2, 3]
     assert [wheel_button(d) for d in ("up", "down", "left", "right")] == [4, 5, 6, 7]

@@ -21,7 +21,7 @@ import pytest
 
 from deskhand_d import ax
 from deskhand_d.ax import grammar, layout, roles
-from deskhand_d.backends.sim import ax as sim_ax
+from deskhand_d.programs.sim import ax as sim_ax
 
 SEEDS = range(300)
 SIM_SEEDS = range(100)

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import deskhand_d
-from deskhand_d.backends.sim.catalog import default_entries
 from deskhand_d.consent.catalog import CatalogPlatform
+from deskhand_d.programs.sim.catalog import default_entries
 
 PACKAGE = Path(deskhand_d.__file__).parent
-SIM = "deskhand_d.backends.sim"
-ATSPI = "deskhand_d.backends.atspi"
-CORE = "deskhand_d.backends.skyserver"
+SIM = "deskhand_d.programs.sim"
+ATSPI = "deskhand_d.programs.atspi"
+CORE = "deskhand_d.programs.core"
 
 
 def _name(path: Path) -> str:
@@ -84,9 +84,9 @@ def _reach(roots: Iterable[str], banned: tuple[str, ...]) -> list[str]:
 
 def test_the_graph_sees_every_kind_of_import() -> None:
     """Lazy, relative and parent-package imports are all edges (else the checks prove nothing)."""
-    assert f"{ATSPI}.x11" in GRAPH["deskhand_d.backends.deskcheck"]  # inside a function
+    assert f"{ATSPI}.x11" in GRAPH["deskhand_d.backends.desktopprobe"]  # inside a function
     assert f"{CORE}.server" in GRAPH[f"{SIM}.__main__"]  # relative, two levels
-    assert {ATSPI, "deskhand_d.backends"} <= GRAPH[f"{ATSPI}.server"]  # parent packages
+    assert {ATSPI, "deskhand_d.programs"} <= GRAPH[f"{ATSPI}.server"]  # parent packages
     assert "deskhand_d.consent.catalog" in GRAPH["deskhand_d.consent.platforms"]
 
 

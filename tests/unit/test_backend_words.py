@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 
 from deskhand_d import errors as E
-from deskhand_d.backends.atspi.png import encode_rgb
-from deskhand_d.backends.sim import jpeg
-from deskhand_d.backends.skyserver import texts as sky
 from deskhand_d.native.imagesize import image_size
 from deskhand_d.native.interpret import explain
 from deskhand_d.native.states import StateBook, StateRecord, Use
-from deskhand_d.words import PROTOCOL, Words, for_client
+from deskhand_d.nextsteps import PROTOCOL, Words, for_client
+from deskhand_d.programs.atspi.png import encode_rgb
+from deskhand_d.programs.core import texts as sky
+from deskhand_d.programs.sim import jpeg
 
 CLI, PI = Words("cli"), Words("pi")
 # Never in a message: the backend's own tool and error names.

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from deskhand_d.consent.desktop_entry import exec_args, exec_program, parse_desktop_entry
 from deskhand_d.consent.identity import AppIdentity, IdentityUnavailable, Instance
 from deskhand_d.consent.linux import (
     SYSTEM_TOOLS_PATH,
@@ -25,6 +24,7 @@ from deskhand_d.consent.linux import (
     parse_stat_starttime,
 )
 from deskhand_d.consent.probe import Runner, run_command
+from deskhand_d.desktopentry import exec_args, exec_program, parse_desktop_entry
 
 LS = os.path.realpath("/usr/bin/ls")
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"

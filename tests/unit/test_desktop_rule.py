@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from deskhand_d import ax
+from deskhand_d import ax, sessionkind
 from deskhand_d.backends import desktop
 from deskhand_d.backends.a11ybus import Probe
 
@@ -35,7 +35,7 @@ TREE = (
 def test_a_desktop_session_is_any_display_or_a_session_bus(
     env: dict[str, str], present: bool
 ) -> None:
-    assert desktop.session_present(env) is present
+    assert sessionkind.session_present(env) is present
 
 
 def test_missing_display_is_an_x11_session_without_display() -> None:
@@ -59,17 +59,17 @@ def test_missing_display_is_an_x11_session_without_display() -> None:
 def test_a_wayland_session_is_wayland_display_unless_the_session_says_x11(
     env: dict[str, str], wayland: bool
 ) -> None:
-    assert desktop.wayland_session(env) is wayland
+    assert sessionkind.wayland_session(env) is wayland
 
 
 def test_on_wayland_the_checks_need_no_x11_and_say_what_is_not_checked() -> None:
     """No session bus: the Wayland session is named, input and screenshots are not checked
     (never X11's display or colour-depth advice), the bus check fails: only that last one is
     what auto refuses for."""
-    from deskhand_d.backends import deskcheck
+    from deskhand_d.backends import desktopprobe
 
     env = {"WAYLAND_DISPLAY": "wayland-7", "XDG_SESSION_TYPE": "wayland"}
-    found = deskcheck.run(env, probe=lambda _: Probe(False, "no bus.", "start one."))
+    found = desktopprobe.run(env, probe=lambda _: Probe(False, "no bus.", "start one."))
     by_name = {c.name: c for c in found}
     assert list(by_name) == ["display", "input", "screenshot", "accessibility_bus"]
     assert by_name["display"].status == "ok" and "wayland-7" in by_name["display"].detail

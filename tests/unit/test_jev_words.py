@@ -13,7 +13,7 @@ import pytest
 
 from deskhand_d.jev.access import missing_key_help
 from deskhand_d.jev.client import network_cause
-from deskhand_d.words import Words
+from deskhand_d.nextsteps import Words
 
 PI = Words("pi")
 

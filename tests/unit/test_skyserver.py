@@ -16,9 +16,9 @@ from typing import Any
 
 import trio
 
-from deskhand_d.backends.skyserver.jsonrpc import JsonObj, LineSplitter
-from deskhand_d.backends.skyserver.server import StdioServer
-from deskhand_d.backends.skyserver.tools import Client, Outcome, ToolCall
+from deskhand_d.programs.core.jsonrpc import JsonObj, LineSplitter
+from deskhand_d.programs.core.server import StdioServer
+from deskhand_d.programs.core.tools import Client, Outcome, ToolCall
 
 
 class Log:

@@ -1,4 +1,4 @@
-"""The posix_spawn path through ctypes (``deskhand_d/mcp/spawn.py``), run for real.
+"""The posix_spawn path through ctypes (``deskhand_d/backends/mcpclient/spawn.py``), run for real.
 
 The prototypes in ``spawn.SIGNATURES`` are read back against the platform's own ``<spawn.h>``
 and ``<signal.h>``, and the flag values and object sizes against a probe compiled with the
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from deskhand_d.mcp import spawn, transport
+from deskhand_d.backends.mcpclient import spawn, transport
 
 pytestmark = pytest.mark.skipif(not spawn.supported(), reason="posix_spawn path: macOS, Linux")
 

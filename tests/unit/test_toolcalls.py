@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 from deskhand_d import errors as E
-from deskhand_d.backends import surface
-from deskhand_d.mcp import toolcalls
+from deskhand_d import surface
+from deskhand_d.backends.mcpclient import toolcalls
 from deskhand_d.protocol import requests as rq
 
 SAMPLES: list[rq.Action] = [

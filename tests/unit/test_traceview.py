@@ -11,11 +11,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from deskhandctl import tracecmd
+from deskhandctl.cli import tracecmd
 
 from deskhand_d.jev.trace import METADATA_EVENTS
-from deskhand_d.offline import tracetimeline, traceview
 from deskhand_d.paths import state_dir
+from deskhand_d.review import tracetimeline, traceview
 
 TRACES = Path(__file__).resolve().parents[2] / "fixtures" / "traces"
 EXPECTED = {

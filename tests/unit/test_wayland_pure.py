@@ -21,27 +21,27 @@ from typing import Any
 import pytest
 
 from deskhand_d import paths
-from deskhand_d.backends.atspi.frames import Frame, composite_rgb, locate, place, size_from_caps
-from deskhand_d.backends.atspi.portal import (
+from deskhand_d.backends.mcpclient.results import Kind, classify
+from deskhand_d.programs.atspi.frames import Frame, composite_rgb, locate, place, size_from_caps
+from deskhand_d.programs.atspi.portal import (
     PortalDeclined,
     read_token,
     shared_monitor,
     token_path,
     write_token,
 )
-from deskhand_d.backends.atspi.remote import Monitor, SeatUnavailable
-from deskhand_d.backends.atspi.verify import Expectation, judge
-from deskhand_d.backends.atspi.wlscreen import (
+from deskhand_d.programs.atspi.remote import Monitor, SeatUnavailable
+from deskhand_d.programs.atspi.verify import Expectation, judge
+from deskhand_d.programs.atspi.wlscreen import (
     _inside,
     _proven,
     input_kind,
     type_keysyms,
 )
-from deskhand_d.backends.atspi.x11guard import Guard, InputStopped, Progress
-from deskhand_d.backends.atspi.x11keys import XK_RETURN, XK_TAB
-from deskhand_d.backends.desktop import wayland_session
-from deskhand_d.backends.surface import DELIVERY_META
-from deskhand_d.mcp.results import Kind, classify
+from deskhand_d.programs.atspi.x11guard import Guard, InputStopped, Progress
+from deskhand_d.programs.atspi.x11keys import XK_RETURN, XK_TAB
+from deskhand_d.sessionkind import wayland_session
+from deskhand_d.surface import DELIVERY_META
 
 RGB = tuple[int, int, int]
 RGBA = tuple[int, int, int, int]
