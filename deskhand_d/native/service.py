@@ -291,14 +291,16 @@ class NativeService:
         session = caller.session
         use = Use(app, call.element_index, coordinates=bool(call.points), points=call.points)
         checks = Checks(mode=True, handoff=handoff, state=(state_id, use))
-        used, _ = await self._admit(caller, app, checks)
-        assert used is not None  # a stateId was spent
         under_handoff = session.mode == "jev"
         try:
+            used, _ = await self._admit(caller, app, checks)
+            assert used is not None  # a stateId was spent
             res = await self._act(caller, app, call, bounds=used.screenshot_size)
         except E.DeskhandError as exc:
-            if under_handoff and exc.delivery in ("dispatched", "partial", "unknown"):
-                self.spend_handoff(session)
+            if under_handoff:
+                if exc.delivery in ("dispatched", "partial", "unknown"):
+                    self.spend_handoff(session)
+                exc.data["handoff_steps_left"] = self.handoff_steps_left(session)
             raise
         if under_handoff:
             self.spend_handoff(session)
@@ -322,6 +324,7 @@ class NativeService:
             approval_reason=res.approval_reason,
             effect=out.effect[0] if out.effect is not None else None,
             effect_of=out.effect[1] if out.effect is not None else "",
+            handoff_steps_left=self.handoff_steps_left(session) if under_handoff else None,
         )
 
     async def run_step(self, caller: Caller, app: str, call: ToolCall) -> CallResult:
@@ -335,6 +338,12 @@ class NativeService:
         """A native action under a handoff reached the backend: one step less."""
         if session.handoff is not None:
             session.handoff = session.handoff.spent()
+
+    @staticmethod
+    def handoff_steps_left(session: Session) -> int:
+        """The native steps the session's handoff still allows (0 once it is closed): every
+        reply to an action in jev mode states it, so clients never count steps themselves."""
+        return session.handoff.remaining if session.handoff is not None else 0
 
     async def _act(
         self, caller: Caller, app: str, call: ToolCall, *, bounds: tuple[int, int] | None = None

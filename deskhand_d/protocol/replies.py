@@ -13,14 +13,19 @@ from deskhand_d.errors import Delivery
 
 # An error's ``data`` is an open object (each code adds its own keys), and ``delivery`` is a
 # typed member of it: present on every error about an action on the desktop (the daemon always
-# states it, see DeskhandError.reply_data), absent on the others. Kept a plain dict on the wire
+# states it, see DeskhandError.reply_data), absent on the others. ``handoff_steps_left`` is the
+# other typed member: on every error about a native action in jev mode, the steps the planner's
+# handoff still allows (0 once it is closed), as on ActionDone. Kept a plain dict on the wire
 # and in Python, so no key a client already reads moves or disappears; the schema (and so the
-# generated TypeScript) names ``delivery`` with its four values.
+# generated TypeScript) names both.
 ErrorData = Annotated[
     dict[str, Any],
     msgspec.Meta(
         extra_json_schema={
-            "properties": {"delivery": {"enum": list(get_args(Delivery))}},
+            "properties": {
+                "delivery": {"enum": list(get_args(Delivery))},
+                "handoff_steps_left": {"type": "integer", "minimum": 0},
+            },
             "additionalProperties": True,
         }
     ),
@@ -228,6 +233,9 @@ class ActionDone(_Result, tag="action", frozen=True):
     Sky). An element left unchanged is an error (``no_effect``), never this reply."""
     effect_of: str = ""
     """What was read back for ``effect``: ``value``, ``text`` or ``selection``."""
+    handoff_steps_left: int | None = None
+    """In jev mode, the native steps the planner's handoff allows after this action (0: the
+    handoff is closed and the next action needs a new Jev run); None outside jev mode."""
 
 
 class AppList(_Result, tag="app_list", frozen=True):

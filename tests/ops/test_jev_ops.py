@@ -105,7 +105,8 @@ async def test_dry_run_previews_and_dispatches_nothing() -> None:
 
 async def test_low_confidence_hands_over_with_a_token_for_native_clicks() -> None:
     """An uncertain pick ends in needs_planner with a handoff; a native click needs its token
-    and spends one of its steps; without it the click is refused unsent."""
+    and spends one of its steps; without it the click is refused unsent. Every reply, refusals
+    included, states the steps the handoff has left, so no client counts them itself."""
     async with jev_desk([pick(CALC["1"], confidence=0.35)]) as j:
         c = await j.desk.client("agent")
         result = await c.call(Run(id=c.next_id(), app="Calculator", goal="Enter 1", max_steps=2))
@@ -133,11 +134,14 @@ async def test_low_confidence_hands_over_with_a_token_for_native_clicks() -> Non
         with pytest.raises(DeskhandError) as info:
             await click(None)
         assert (info.value.code, info.value.delivery) == ("handoff_required", "refused")
-        for _ in range(2):
-            assert (await click(handoff.token)).delivery == "dispatched"
+        assert info.value.reply_data()["handoff_steps_left"] == 2  # a refusal spends nothing
+        for left in (1, 0):
+            done = await click(handoff.token)
+            assert (done.delivery, done.handoff_steps_left) == ("dispatched", left)
         with pytest.raises(DeskhandError) as spent:
             await click(handoff.token)
         assert spent.value.code == "handoff_required"
+        assert spent.value.reply_data()["handoff_steps_left"] == 0
         assert len(j.desk.calls("click")) == 2
 
 

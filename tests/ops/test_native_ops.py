@@ -104,6 +104,7 @@ async def test_click_by_index_returns_a_state_that_refuses_coordinates() -> None
         assert isinstance(r, ActionDone) and r.ok and r.delivery == "dispatched"
         assert r.screenshot_mime == "image/jpeg" and r.screenshot is not None
         assert r.screenshot.startswith(b"\xff\xd8\xff") and r.state_id
+        assert r.handoff_steps_left is None  # native mode: no planner's handoff to count
         before = len(desk.calls())
         await refused(
             c.call(Click(id=c.next_id(), app="Calculator", state_id=r.state_id, x=10, y=10)),

@@ -202,17 +202,16 @@ export class ToolExecutor {
 		try {
 			r = await client.request(spec.op as "click", fields as unknown as OpFields<"click">, this.hooks(signal, ctx));
 		} catch (e) {
-			// A refused attempt spends nothing; anything that may have reached the app ends the
-			// handoff, as it does in the daemon.
-			const delivery = e instanceof DaemonRequestError ? e.delivery : undefined;
-			if (session.handoff && (delivery !== "refused" || (e as DaemonRequestError).code === "handoff_required")) {
-				session.endHandoff();
-			}
+			// The daemon counts the handoff's steps and states what is left on every error about an
+			// action in jev mode; without that number (the connection was lost) nobody can say, so
+			// the handoff is treated as closed: a new Jev run opens another.
+			const left = e instanceof DaemonRequestError ? e.data.handoff_steps_left : undefined;
+			if (session.handoff) session.setHandoffSteps(typeof left === "number" ? left : 0);
 			throw e;
 		}
 		const done = expect(r, "action");
-		let remaining: number | null = null;
-		if (usesHandoff && session.handoff) remaining = session.spendHandoffStep();
+		const remaining = done.handoff_steps_left ?? null;
+		if (session.handoff) session.setHandoffSteps(remaining ?? 0);
 		if (!done.ok) {
 			throw new Error(
 				`${spec.name}: the app's backend reported a problem (delivery: ${done.delivery}): ` +

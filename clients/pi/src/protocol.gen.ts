@@ -18,6 +18,7 @@ export interface ActionDone {
 	delivery: "dispatched" | "partial" | "refused" | "unknown";
 	effect?: "changed" | "unreadable" | null;
 	effect_of?: string;
+	handoff_steps_left?: number | null;
 	kind: "action";
 	ok: boolean;
 	screenshot?: string | null;
@@ -211,7 +212,7 @@ export interface ErrorReply {
 
 export interface ErrorBody {
 	code: string;
-	data?: { delivery?: "refused" | "dispatched" | "partial" | "unknown" };
+	data?: { delivery?: "refused" | "dispatched" | "partial" | "unknown"; handoff_steps_left?: number };
 	message: string;
 }
 

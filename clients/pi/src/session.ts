@@ -226,15 +226,13 @@ export class DeskhandSession {
 		this.refreshTools();
 	}
 
-	/** One native step of the open handoff was used; returns how many are left. */
-	spendHandoffStep(): number {
+	/** The daemon said how many native steps the open handoff has left (it alone counts them). */
+	setHandoffSteps(left: number): void {
 		const h = this.openHandoff;
-		if (!h) return 0;
-		h.remainingSteps = Math.max(0, h.remainingSteps - 1);
-		const left = h.remainingSteps;
-		if (left === 0) this.openHandoff = undefined;
+		if (!h) return;
+		h.remainingSteps = Math.max(0, left);
+		if (h.remainingSteps === 0) this.openHandoff = undefined;
 		this.refreshTools();
-		return left;
 	}
 
 	// ----- connection --------------------------------------------------------------------------
