@@ -36,10 +36,10 @@ from deskhand_d.consent.gate import ConsentGate
 from deskhand_d.consent.grants import GrantsFile, GrantsStore, default_grants_path
 from deskhand_d.errors import EX_UNAVAILABLE, DeskhandError, StartupError
 from deskhand_d.jev.access import JevAccess
-from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.queue import ActionQueue
 from deskhand_d.native.service import NativeService
 from deskhand_d.native.sessions import SessionManager
+from deskhand_d.native.turnbudget import TurnBudget
 from deskhand_d.ops.hub import Hub
 from deskhand_d.ops.questions import Questions
 from deskhand_d.ops.services import Services

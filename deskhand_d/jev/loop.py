@@ -2,7 +2,7 @@
 
 The trio shell around the pure pieces (:mod:`deskhand_d.ax`, :mod:`.context`, :mod:`.policy`,
 :mod:`.task`, and the session's :mod:`~deskhand_d.native.handoff` and
-:mod:`~deskhand_d.native.budget`). It reaches the desktop only through a :class:`Desk` (in the
+:mod:`~deskhand_d.native.turnbudget`). It reaches the desktop only through a :class:`Desk` (in the
 daemon: the native service, so every observation and action passes the same lock, allowlist,
 consent and action queue as native ops), Jev only through a :class:`Decider`, and records every
 phase to a :class:`~deskhand_d.jev.trace.Recorder`.
@@ -38,7 +38,7 @@ from deskhand_d import ax
 from deskhand_d import errors as E
 from deskhand_d.ax import Candidate
 from deskhand_d.jev import policy
-from deskhand_d.jev.context import build_context, summarize_action
+from deskhand_d.jev.briefing import build_context, summarize_action
 from deskhand_d.jev.task import (
     Ending,
     Task,
@@ -53,8 +53,8 @@ from deskhand_d.jev.task import (
 )
 from deskhand_d.jev.trace import NoTrace, Recorder
 from deskhand_d.jev.types import Decision, Prepared
-from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.handoff import INSTRUCTION, HandoffBrief, candidate_briefs
+from deskhand_d.native.turnbudget import TurnBudget
 
 UNCHANGED_LIMIT = 3
 DONE_THRESHOLD = 0.9

@@ -15,9 +15,9 @@ import secrets
 from dataclasses import dataclass, field
 
 from deskhand_d.consent.model import TaskConsent
-from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.handoff import Handoff
 from deskhand_d.native.states import StateBook
+from deskhand_d.native.turnbudget import TurnBudget
 from deskhand_d.protocol.requests import Mode
 
 

@@ -14,8 +14,8 @@ import msgspec
 
 from deskhand_d import ax
 from deskhand_d import errors as E
+from deskhand_d.jev.briefing import build_context
 from deskhand_d.jev.client import JevClient, load_key, resolve_url
-from deskhand_d.jev.context import build_context
 
 CASES_FILE = Path(__file__).with_name("cases.json")
 

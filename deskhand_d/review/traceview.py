@@ -34,7 +34,7 @@ from typing import Any, Literal
 import msgspec
 
 from deskhand_d import ax
-from deskhand_d.jev.context import visible_texts
+from deskhand_d.jev.briefing import visible_texts
 from deskhand_d.jev.task import plain
 from deskhand_d.jev.types import ACTIONS
 

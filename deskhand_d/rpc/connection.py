@@ -59,7 +59,7 @@ from deskhand_d.protocol import (
     Stop,
     Unlock,
 )
-from deskhand_d.protocol.budget import Budget
+from deskhand_d.protocol.sharedbytes import Budget
 from deskhand_d.rpc.outbox import Backlog, Outbox
 from deskhand_d.rpc.wsserver import abort
 from deskhand_d.unixsock import PeerCred

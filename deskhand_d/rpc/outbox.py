@@ -5,7 +5,7 @@ fixed amount, and must never slow anyone else. So nothing waits on a client's so
 this connection's writer: replies and events are encoded and queued here at once (a request
 finishes when its reply is queued, not when the client has read it), and the writer sends them
 one by one. The queue is bounded in messages and bytes (:class:`Backlog`, pure), and its bytes
-also count against a :class:`~deskhand_d.protocol.budget.Budget` shared by all connections; a
+also count against a :class:`~deskhand_d.protocol.sharedbytes.Budget` shared by all connections; a
 message that would pass a bound means the client has stopped reading, and the connection is
 closed instead of buffering more. One message is always accepted into an empty queue whatever
 its size, so a large screenshot reply still goes out to a client that reads.
@@ -26,7 +26,7 @@ from typing import Final
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection
 
-from deskhand_d.protocol.budget import Budget, MiB
+from deskhand_d.protocol.sharedbytes import Budget, MiB
 
 MAX_QUEUED_MESSAGES: Final = 512
 """Far above what a client that reads ever has waiting: its requests are bounded by

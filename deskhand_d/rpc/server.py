@@ -47,7 +47,7 @@ from deskhand_d.protocol import (
     Stop,
     pick_subprotocol,
 )
-from deskhand_d.protocol.budget import partial_messages_budget, queued_replies_budget
+from deskhand_d.protocol.sharedbytes import partial_messages_budget, queued_replies_budget
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred, peer_credentials
@@ -120,7 +120,7 @@ class RpcServer:
             spare[Stop] = self._stop_on_spare
         self._spare_handlers = spare
         self._accept_trouble = AcceptTrouble(ACCEPT_LOG_EVERY_S)
-        # What all connections together may hold (deskhand_d/protocol/budget.py).
+        # What all connections together may hold (deskhand_d/protocol/sharedbytes.py).
         self._partial = partial_messages_budget(self.config.daemon.max_message_bytes)
         self._replies = queued_replies_budget()
 

@@ -12,7 +12,7 @@ Two corrections to trio-websocket 0.12, both in :class:`_ServerConnection`:
   past ``max_message_size`` have arrived, and each connection may hold up to that much. Here a
   data frame whose header announces more than the message may still take is refused as soon as
   the header is read (1009), and every byte of a partly received message is taken from one
-  :class:`~deskhand_d.protocol.budget.Budget` shared by all connections: a frame or a chunk
+  :class:`~deskhand_d.protocol.sharedbytes.Budget` shared by all connections: a frame or a chunk
   that does not fit closes its connection with 1013 (try again later). What a connection held
   is given back when its message completes or the connection ends, and the allocator is then
   asked to return freed pages to the system (:func:`deskhand_d.rpc.memtrim.trim`), so the
@@ -38,7 +38,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.connection import ConnectionState
 from wsproto.events import BytesMessage, CloseConnection, TextMessage
 
-from deskhand_d.protocol.budget import Budget
+from deskhand_d.protocol.sharedbytes import Budget
 from deskhand_d.rpc import memtrim
 
 CLOSE_TOO_BIG = 1009

@@ -21,7 +21,7 @@ from dhtest.daemon import DaemonProc, running_daemon
 from dhtest.wsclient import Closed, SyncClient
 
 MiB = 1024 * 1024
-BUDGET = 128 * MiB  # deskhand_d.protocol.budget.PARTIAL_MESSAGES_BYTES
+BUDGET = 128 * MiB  # deskhand_d.protocol.sharedbytes.PARTIAL_MESSAGES_BYTES
 CLIENTS = 12
 FRAMES = 24  # 24 MiB each, 288 MiB offered in all
 

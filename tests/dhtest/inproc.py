@@ -57,7 +57,7 @@ from deskhand_d.protocol import (
     Request,
     ResultBody,
 )
-from deskhand_d.protocol.budget import partial_messages_budget, queued_replies_budget
+from deskhand_d.protocol.sharedbytes import partial_messages_budget, queued_replies_budget
 from deskhand_d.rpc.connection import Connection
 from deskhand_d.rpc.wsserver import wrap_server_stream
 from deskhand_d.unixsock import PeerCred

@@ -19,7 +19,7 @@ from deskhand_d.jev.client import JevClient
 from deskhand_d.jev.loop import TaskLoop
 from deskhand_d.jev.task import Task, Verify
 from deskhand_d.jev.types import Decision, Prepared
-from deskhand_d.native.budget import TurnBudget
+from deskhand_d.native.turnbudget import TurnBudget
 
 CASES = json.loads((Path(__file__).parents[2] / "fixtures" / "cases.json").read_text())
 KEY = "tsk-loop-test-31c9"

@@ -10,7 +10,7 @@ import pytest
 from deskhand_d import ax
 from deskhand_d.ax import Element, layout
 from deskhand_d.ax.report import report
-from deskhand_d.jev import context as jev_context
+from deskhand_d.jev import briefing
 
 ROOT = Path(__file__).resolve().parents[2]
 AX_DIR = ROOT / "fixtures" / "ax"
@@ -104,7 +104,7 @@ def test_calculator_capture_details() -> None:
         ("", "Window"),
         ("", "Help"),
     ]
-    assert jev_context.visible_texts(tree) == "0"
+    assert briefing.visible_texts(tree) == "0"
 
 
 def test_music_capture_shifted_root_and_multiline_value() -> None:
@@ -668,20 +668,20 @@ def test_limit_out_of_range(limit: object) -> None:
 def test_build_context_from_a_banner_tree() -> None:
     """Headers past the banner, text elements, focus line; cut to the limit."""
     tree = ax.parse(capture("music-v750-tooldump-1.txt"))
-    context = jev_context.build_context(tree)
+    context = briefing.build_context(tree)
     lines = context.split("\n")
     assert lines[:2] == ["App=com.apple.Music (pid 40054)", 'Window: "Music", App: Music.']
     assert lines[2] == '71 text Saiyaara (From "Saiyaara") - Single'
     assert lines[-1] == "The focused UI element is 1 split group."
-    assert jev_context.build_context(tree, limit=30) == context[:30]
+    assert briefing.build_context(tree, limit=30) == context[:30]
     with pytest.raises(ValueError):
-        jev_context.build_context(tree, limit=-1)
+        briefing.build_context(tree, limit=-1)
 
 
 def test_build_context_without_headers_or_focus() -> None:
     """Seed tree: Window line and root, then the text elements; no focus line."""
     tree = ax.parse(CASES[0]["ax"])
-    assert jev_context.build_context(tree) == (
+    assert briefing.build_context(tree) == (
         "Window: Calendar\n0 standard window Calendar\n23 text September 2026"
     )
 
@@ -690,28 +690,28 @@ def test_visible_texts_and_summary() -> None:
     """Format characters are dropped, labels joined and cut; the summary is compact JSON."""
     before = ax.parse("0 window W\n\t1 text \u200e30\n\t2 text \u200bb\u200b\n\t3 button OK")
     after = ax.parse("0 window W\n\t1 text 31\n\t2 button OK")
-    assert jev_context.visible_texts(before) == "30 | b"
-    assert jev_context.visible_texts(before, n=1) == "30"
+    assert briefing.visible_texts(before) == "30 | b"
+    assert briefing.visible_texts(before, n=1) == "30"
     target = ax.find(before, 3)
-    assert jev_context.summarize_action("click_element", target, before, after, True) == (
+    assert briefing.summarize_action("click_element", target, before, after, True) == (
         '{"action":"click_element","target":"button: OK","before":"30 | b","after":"31",'
         '"changed":true}'
     )
     assert (
-        json.loads(jev_context.summarize_action("wait", None, before, before, False))["target"]
+        json.loads(briefing.summarize_action("wait", None, before, before, False))["target"]
         is None
     )
     long_tree = ax.parse("0 window W\n" + "\n".join(f"\t{i} text {'x' * 100}" for i in range(1, 8)))
-    assert len(jev_context.visible_texts(long_tree)) == 240
+    assert len(briefing.visible_texts(long_tree)) == 240
     long_target = one("button " + "y" * 300)
     summary = json.loads(
-        jev_context.summarize_action("click_element", long_target, before, after, False)
+        briefing.summarize_action("click_element", long_target, before, after, False)
     )
     assert summary["target"] == "button: " + "y" * 192
     assert list(summary) == ["action", "target", "before", "after", "changed"]
     menu_item = ax.parse("0 window W\n1 menu bar\n\t2 File").elements[2]
     assert (
-        json.loads(jev_context.summarize_action("click_element", menu_item, before, after, True))[
+        json.loads(briefing.summarize_action("click_element", menu_item, before, after, True))[
             "target"
         ]
         == "File"

@@ -9,7 +9,6 @@ import pytest
 
 from deskhand_d.ax import Candidate, Element
 from deskhand_d.jev.task import Ending
-from deskhand_d.native.budget import TurnBudget
 from deskhand_d.native.handoff import (
     INSTRUCTION,
     MAX_CANDIDATES,
@@ -17,6 +16,7 @@ from deskhand_d.native.handoff import (
     candidate_briefs,
     new_handoff,
 )
+from deskhand_d.native.turnbudget import TurnBudget
 
 H = new_handoff(session_id="s1", turn=3, app="Calculator", goal="add", remaining=2)
 

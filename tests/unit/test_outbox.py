@@ -16,7 +16,7 @@ import trio.testing
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request
 
-from deskhand_d.protocol.budget import Budget, partial_messages_budget
+from deskhand_d.protocol.sharedbytes import Budget, partial_messages_budget
 from deskhand_d.rpc.outbox import MAX_QUEUED_MESSAGES, WRITE_STALL_S, Backlog, Outbox
 from deskhand_d.rpc.wsserver import wrap_server_stream
 
