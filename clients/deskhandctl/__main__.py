@@ -1,8 +1,9 @@
 """``deskhandctl`` / ``python -m deskhandctl``: parse the command line, run one command, exit.
 
 Owns the connection for the one command and the single place where failures become exit codes
-(:mod:`deskhandctl.exitcodes`); the grammar is in :mod:`deskhandctl.grammar`, read by
-:mod:`deskhandctl.parser`; what each command sends and prints is in :mod:`deskhandctl.commands`.
+(:mod:`deskhandctl.exitcodes`); the grammar is in :mod:`deskhandctl.cli.grammar`, read by
+:mod:`deskhandctl.cli.parser`; what each command sends and prints is in
+:mod:`deskhandctl.cli.commands`.
 Start-up cost matters here, so the connection and output modules are imported only once the
 command line is known to need them, and ``service`` and autostart load their heavier modules
 themselves.
@@ -14,6 +15,7 @@ import os
 import sys
 
 from deskhand_d import __version__
+from deskhandctl.cli.parser import parse
 from deskhandctl.exitcodes import (
     DAEMON_ERROR,
     INTERRUPTED,
@@ -23,27 +25,26 @@ from deskhandctl.exitcodes import (
     DaemonError,
     TimedOut,
 )
-from deskhandctl.parser import parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Args
+    from deskhandctl.cli.grammar import Args
 
 
 def _run(args: Args) -> int:
-    from deskhandctl.commands import run
-    from deskhandctl.connect import (
+    from deskhandctl.cli.commands import run
+    from deskhandctl.cli.events import EventHandler, terminal_attached
+    from deskhandctl.cli.grammar import leaf
+    from deskhandctl.wire.connect import (
         autostart_allowed,
         open_session,
         resolve_session,
         resolve_socket,
     )
-    from deskhandctl.events import EventHandler, terminal_attached
-    from deskhandctl.grammar import leaf
 
     command = leaf(args.command)
     if command.confirm:  # a step only the person takes: their terminal and their yes first
-        from deskhandctl.person import confirm
+        from deskhandctl.cli.person import confirm
 
         confirm(args)
     session_name = resolve_session(args.session) if command.session else ""
@@ -64,7 +65,7 @@ def _run(args: Args) -> int:
     except TimedOut as exc:  # DaemonBusy (HTTP 503) included
         if command.op != "stop":
             raise
-        from deskhandctl.emergency import stop_by_signal  # the emergency stop gets through
+        from deskhandctl.cli.emergency import stop_by_signal  # the emergency stop gets through
 
         return stop_by_signal(socket_path, exc, json_output=args.json, confirm_within_s=timeout)
     handler.session = session
@@ -74,7 +75,7 @@ def _run(args: Args) -> int:
         if command.op != "stop":
             raise
         # Sent, but no reply in time: the signal makes sure (a second stop changes nothing).
-        from deskhandctl.emergency import stop_by_signal
+        from deskhandctl.cli.emergency import stop_by_signal
 
         return stop_by_signal(socket_path, exc, json_output=args.json, confirm_within_s=timeout)
     finally:
@@ -86,11 +87,11 @@ def _daemon_error(args: Args, exc: DaemonError) -> int:
     (from ``data.delivery``; unknown when the reply names none). Exit 3 when that line says
     unknown or partial, else 1."""
     if args.json:
-        from deskhandctl.commands import print_json
+        from deskhandctl.cli.commands import print_json
 
         print_json({"error": {"code": exc.code, "message": exc.detail, "data": exc.data}})
     print(f"deskhandctl: {exc.message}", file=sys.stderr)
-    from deskhandctl.grammar import leaf
+    from deskhandctl.cli.grammar import leaf
 
     command = leaf(args.command)
     # A desktop command always has a delivery line; any other command (a Jev run, say) only
@@ -98,7 +99,7 @@ def _daemon_error(args: Args, exc: DaemonError) -> int:
     # render.delivery_value gives: the daemon's, or unknown when it is missing or not known.
     if not command.delivers and "delivery" not in exc.data:
         return DAEMON_ERROR
-    from deskhandctl.render import delivery_value, error_delivery
+    from deskhandctl.cli.render import delivery_value, error_delivery
 
     acts = command.acts or not command.delivers
     print(f"deskhandctl: {error_delivery(exc.data, acts=acts)}", file=sys.stderr)
@@ -115,12 +116,12 @@ def _cli_error(exc: CliError) -> int:
 
 
 def _interrupted(args: Args) -> int:
-    from deskhandctl.grammar import leaf
+    from deskhandctl.cli.grammar import leaf
 
     print("deskhandctl: interrupted", file=sys.stderr)
     command = leaf(args.command)
     if command.delivers:
-        from deskhandctl.render import lost_delivery
+        from deskhandctl.cli.render import lost_delivery
 
         line = lost_delivery(acts=command.acts, why="interrupted before an answer came")
         print(f"deskhandctl: {line}", file=sys.stderr)
@@ -134,32 +135,32 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help and --version exit 0, usage errors 2
         return exc.code if isinstance(exc.code, int) else USAGE
     if args.command == "service":
-        from deskhandctl.service import main as service_main  # only this command needs it
+        from deskhandctl.setup.service import main as service_main  # only this command needs it
 
         return service_main(args.rest)
     if args.command == "mcp":  # a long-running MCP server on stdio, or its host set-up
-        from deskhandctl.mcpserver import main as mcp_main
+        from deskhandctl.facade.server import main as mcp_main
 
         return mcp_main(args.rest, socket=args.socket, no_autostart=args.no_autostart)
     if args.command in ("ax parse", "eval"):  # offline: no daemon, no socket
-        from deskhandctl.offline import run_offline
+        from deskhandctl.cli.offline import run_offline
 
         return run_offline(args)
     if args.command == "demo":  # runs its own daemon (and desktop) from start to finish
-        from deskhandctl.demo import run_demo
+        from deskhandctl.cli.demo import run_demo
 
         return run_demo(args)
     if args.command == "audit":  # read from the files: works while the daemon is down
-        from deskhandctl.auditcmd import run_audit
+        from deskhandctl.cli.auditcmd import run_audit
 
         return run_audit(args)
     if args.command.startswith("trace "):
-        from deskhandctl.tracecmd import run_trace
+        from deskhandctl.cli.tracecmd import run_trace
 
         return run_trace(args)
     try:
         if args.command == "questions":  # the person's console: a loop, not one request
-            from deskhandctl.console import run_console
+            from deskhandctl.cli.console import run_console
 
             return run_console(args)
         return _run(args)

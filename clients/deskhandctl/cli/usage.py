@@ -1,6 +1,6 @@
 """Help and usage errors: argparse, built from the grammar table for the command concerned.
 
-Imported only when :func:`deskhandctl.parser.parse_fast` declines a command line (``--help``,
+Imported only when :func:`deskhandctl.cli.parser.parse_fast` declines a command line (``--help``,
 usage errors, unusual spellings such as ``--``), so argparse, gettext and locale stay off the
 common path. Only the commands that the command line names get their arguments; every other
 command is an empty subparser, there so that the top-level help lists it and a misspelt name is
@@ -17,7 +17,7 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from deskhand_d import __version__
-from deskhandctl.grammar import (
+from deskhandctl.cli.grammar import (
     COMMANDS,
     DESCRIPTION,
     EPILOG,
@@ -31,7 +31,7 @@ from deskhandctl.grammar import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection
 
-    from deskhandctl.grammar import Command, Param
+    from deskhandctl.cli.grammar import Command, Param
 
 
 class Parser(argparse.ArgumentParser):

@@ -3,7 +3,7 @@
 Owns handing deskhand-d to the user's service manager: choosing the daemon command of this
 installation, rendering the systemd user units or the LaunchAgent for the current user,
 writing and removing those files, and driving ``systemctl --user`` or ``launchctl``. The
-templates belong to :mod:`deskhandctl._units`; every path convention (unit directories,
+templates belong to :mod:`deskhandctl.setup.units`; every path convention (unit directories,
 socket, label) comes from :mod:`deskhand_d.paths`.
 
 Theory of operation: a run first builds a :class:`Plan` (directories, files, commands,
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deskhand_d import paths
-from deskhandctl import _units
-from deskhandctl._units import linux_socket_text, macos_log_dir, macos_socket
+from deskhandctl.setup import units
+from deskhandctl.setup.units import linux_socket_text, macos_log_dir, macos_socket
 
 PROG = "deskhandctl service"
 UNIT_MODE = 0o644
@@ -127,16 +127,16 @@ def _launchctl(*args: str, may_fail: bool = False, retry_s: float = 0.0) -> Comm
 
 
 def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[str]) -> Plan:
-    """What ``install`` does; raises :class:`_units.RenderError` for an unusable path."""
+    """What ``install`` does; raises :class:`units.RenderError` for an unusable path."""
     if platform is Platform.LINUX:
         unit_dir = paths.systemd_user_dir(dict(env))
         enable = (_systemctl("daemon-reload"), _systemctl("enable", "--now", paths.SYSTEMD_SOCKET))
         return Plan(
             action="install",
-            probe=Command(_units.manager_probe(macos=False)),
+            probe=Command(units.manager_probe(macos=False)),
             writes=(
-                (unit_dir / paths.SYSTEMD_SERVICE, _units.render_service(command)),
-                (unit_dir / paths.SYSTEMD_SOCKET, _units.render_socket()),
+                (unit_dir / paths.SYSTEMD_SERVICE, units.render_service(command)),
+                (unit_dir / paths.SYSTEMD_SOCKET, units.render_socket()),
             ),
             after=enable,
             done=(
@@ -148,7 +148,7 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
             ),
         )
     sock, log_dir = macos_socket(env), macos_log_dir(env)
-    plist = paths.launch_agents_dir(dict(env)) / _units.PLIST_NAME
+    plist = paths.launch_agents_dir(dict(env)) / units.PLIST_NAME
     domain = f"gui/{os.getuid()}"
     job = f"{domain}/{paths.LAUNCHD_LABEL}"
     load = (
@@ -160,14 +160,14 @@ def plan_install(platform: Platform, env: Mapping[str, str], command: Sequence[s
     home = env.get("HOME") or str(Path.home())
     return Plan(
         action="install",
-        probe=Command(_units.manager_probe(macos=True)),
+        probe=Command(units.manager_probe(macos=True)),
         private_dirs=(log_dir, sock.parent),
-        writes=((plist, _units.render_plist(command, str(sock), str(log_dir))),),
+        writes=((plist, units.render_plist(command, str(sock), str(log_dir))),),
         after=load,
         done=(
             f"Deskhand is installed: launchd listens on {sock} and keeps the daemon running "
             "while you are logged in.\n"
-            f"Logs: {log_dir / _units.LOG_FILE_NAME}" + _temp_socket_note(sock, env)
+            f"Logs: {log_dir / units.LOG_FILE_NAME}" + _temp_socket_note(sock, env)
         ),
         verify=_launchctl("print", job),
         warnings=_protected_warnings(command, home),
@@ -185,7 +185,7 @@ def _protected_warnings(command: Sequence[str], home: str) -> tuple[str, ...]:
         ("Deskhand's code", os.path.realpath(package)),
     )
     for what, where in places:
-        folder = _units.protected_folder(where, home)
+        folder = units.protected_folder(where, home)
         if folder is not None:
             return (
                 f"{PROG}: protected_folder: {what} ({where}) is in your {folder} folder, "
@@ -221,25 +221,25 @@ def plan_uninstall(platform: Platform, env: Mapping[str, str]) -> Plan:
             unit_dir / "sockets.target.wants" / paths.SYSTEMD_SOCKET,
             unit_dir / "default.target.wants" / paths.SYSTEMD_SERVICE,
         )
-        units = (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE)
+        unit_names = (paths.SYSTEMD_SOCKET, paths.SYSTEMD_SERVICE)
         return Plan(
             action="uninstall",
-            probe=Command(_units.manager_probe(macos=False)),
-            before=(_systemctl("disable", "--now", *units),),
+            probe=Command(units.manager_probe(macos=False)),
+            before=(_systemctl("disable", "--now", *unit_names),),
             removes=tuple(p for p in candidates if os.path.lexists(p)),
             after=(_systemctl("daemon-reload"),),
-            manual=(_systemctl("stop", *units), _systemctl("daemon-reload")),
+            manual=(_systemctl("stop", *unit_names), _systemctl("daemon-reload")),
             done=(
                 "Deskhand's systemd units are removed; its config and state are kept. "
                 "deskhandctl starts deskhand-d on demand again."
             ),
         )
-    plist = paths.launch_agents_dir(dict(env)) / _units.PLIST_NAME
+    plist = paths.launch_agents_dir(dict(env)) / units.PLIST_NAME
     domain = f"gui/{os.getuid()}"
     unload = (_launchctl("bootout", f"{domain}/{paths.LAUNCHD_LABEL}", may_fail=True),)
     return Plan(
         action="uninstall",
-        probe=Command(_units.manager_probe(macos=True)),
+        probe=Command(units.manager_probe(macos=True)),
         before=unload,
         removes=(plist,) if os.path.lexists(plist) else (),
         manual=unload,
@@ -296,7 +296,7 @@ def _call(cmd: Command, env: Mapping[str, str]) -> tuple[int, str, str]:
 
 def _run(commands: Sequence[Command]) -> tuple[list[Command], Failure | None]:
     """Run in order; on the first real failure, return it and everything from it on."""
-    env = _units.manager_env(os.environ)  # no secret of Deskhand's for the service manager
+    env = units.manager_env(os.environ)  # no secret of Deskhand's for the service manager
     for i, cmd in enumerate(commands):
         deadline = time.monotonic() + cmd.retry_s
         for attempt in itertools.count():
@@ -322,12 +322,12 @@ def _run(commands: Sequence[Command]) -> tuple[list[Command], Failure | None]:
 def _explain_background(failure: Failure) -> None:
     """``bootstrap`` still refused with EIO after the retries: on macOS 13 and later, the
     agent's background item is switched off."""
-    if not _units.background_refused(failure.command.argv, failure.code, failure.detail):
+    if not units.background_refused(failure.command.argv, failure.code, failure.detail):
         return
     print(
         f"{PROG}: background_not_allowed: launchd kept refusing to load the agent (EIO) after "
         f"retrying for {failure.command.retry_s:g} s. On macOS 13 and later it does this when "
-        f"Deskhand's background item is switched off: {_units.BACKGROUND_FIX}. If it is on, "
+        f"Deskhand's background item is switched off: {units.BACKGROUND_FIX}. If it is on, "
         f"check the file with `plutil -lint {failure.command.argv[-1]}`.",
         file=sys.stderr,
     )
@@ -337,11 +337,11 @@ def _never_started(verify: Command) -> bool:
     """Whether launchd loaded the agent but has not started it within :data:`RUN_CHECK_S`
     (RunAtLoad starts it at once). Only an explicit ``runs = 0`` counts: a job launchctl cannot
     print, or a text without the count, proves nothing either way."""
-    env = _units.manager_env(os.environ)
+    env = units.manager_env(os.environ)
     deadline = time.monotonic() + RUN_CHECK_S
     while True:
         code, out, _ = _call(verify, env)
-        runs = _units.launchd_runs(out) if code == 0 else None
+        runs = units.launchd_runs(out) if code == 0 else None
         if runs != 0:
             return False
         if time.monotonic() >= deadline:
@@ -425,7 +425,7 @@ def _refuse_install(plan: Plan, reason: str) -> int:
 
 def carry_out(plan: Plan) -> int:
     """Do what the plan says; returns the exit status."""
-    reason = _units.manager_unreachable(plan.probe.argv, os.environ)
+    reason = units.manager_unreachable(plan.probe.argv, os.environ)
     if reason is not None and plan.writes:
         return _refuse_install(plan, reason)
     failed_before = _run(plan.before)[0] if reason is None else []
@@ -471,7 +471,7 @@ def carry_out(plan: Plan) -> int:
             f"{PROG}: background_not_allowed: launchd loaded the agent but has not started "
             f"the daemon within {RUN_CHECK_S:g} s ('{plan.verify}' says runs = 0). On macOS 13 "
             "and later this is what happens when Deskhand's background item is switched off: "
-            f"{_units.BACKGROUND_FIX}. Until then clients find no daemon.",
+            f"{units.BACKGROUND_FIX}. Until then clients find no daemon.",
             file=sys.stderr,
         )
         return 1
@@ -532,10 +532,10 @@ def main(argv: list[str]) -> int:
             plan = plan_install(platform, env, daemon_command())
         else:
             plan = plan_uninstall(platform, env)
-    except _units.SocketPathTooLong as exc:
+    except units.SocketPathTooLong as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
-    except _units.RenderError as exc:
+    except units.RenderError as exc:
         print(f"{PROG}: cannot render the service files: {exc}", file=sys.stderr)
         print("Install Deskhand under a path without such characters.", file=sys.stderr)
         return 1

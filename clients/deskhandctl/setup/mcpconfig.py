@@ -47,7 +47,7 @@ from typing import Any
 
 from deskhand_d import paths
 from deskhand_d.privatefile import fsync_dir
-from deskhandctl.filewrite import fill
+from deskhandctl.setup.filewrite import fill
 
 PROG = "deskhandctl mcp config"
 HOSTS = ("claude-code", "codex", "cursor", "claude-desktop", "vscode")

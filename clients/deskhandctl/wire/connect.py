@@ -6,7 +6,7 @@ attempt when that is allowed), EACCES and a hang-up before the handshake are
 :class:`PermissionDenied`, a refused or malformed handshake is :class:`ProtocolFailed`, and a
 deadline is :class:`TimedOut`. Before a byte is sent, :func:`connect` makes sure the socket is
 our own user's daemon (:mod:`deskhand_d.clientcheck`); if not, :class:`NotYourDaemon`.
-Autostart itself lives in :mod:`deskhandctl.autostart`, which is imported only when it is
+Autostart itself lives in :mod:`deskhandctl.wire.autostart`, which is imported only when it is
 needed and is handed the function that tries to connect (it imports nothing from here).
 """
 
@@ -28,16 +28,16 @@ from deskhandctl.exitcodes import (
     UsageError,
     not_running_message,
 )
-from deskhandctl.session import SUBPROTOCOL, WS_TARGET, Session, ignore_event
-from deskhandctl.wsclient import ClosedBeforeHandshake, ConnectionLost, WebSocket, connect_unix
-from deskhandctl.wshandshake import HandshakeError, HandshakeRejected
+from deskhandctl.wire.client import ClosedBeforeHandshake, ConnectionLost, WebSocket, connect_unix
+from deskhandctl.wire.handshake import HandshakeError, HandshakeRejected
+from deskhandctl.wire.session import SUBPROTOCOL, WS_TARGET, Session, ignore_event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
     from collections.abc import Mapping
 
-    from deskhandctl.session import EventHook
+    from deskhandctl.wire.session import EventHook
 
 # errno values that mean "nobody is listening here": no file, a stale file, not a socket.
 _NOT_LISTENING = frozenset({errno.ENOENT, errno.ECONNREFUSED, errno.ENOTDIR, errno.ENOTSOCK})
@@ -67,7 +67,7 @@ def resolve_session(flag: str | None, env: Mapping[str, str] = os.environ) -> st
     name = env.get("DESKHAND_SESSION", "")
     if not name:
         return f"cli-{os.getuid()}"
-    from deskhandctl.grammar import parse_session
+    from deskhandctl.cli.grammar import parse_session
 
     try:
         return parse_session(name)
@@ -223,7 +223,7 @@ def open_session(
     if sock is None:
         if not autostart:
             raise NotRunning(not_running_message(socket_path))
-        from deskhandctl.autostart import start_and_connect  # the rare path pays for it
+        from deskhandctl.wire.autostart import start_and_connect  # the rare path pays for it
 
         sock = start_and_connect(socket_path, lambda: _connect_if_listening(socket_path, timeout))
     ws = open_websocket(sock, socket_path, timeout=timeout)

@@ -4,7 +4,7 @@ What this owns:
 
 * the tool table: names (each the daemon op it sends), titles, descriptions in our words,
   annotations, output schemas, and the list for a session's mode (:func:`tool_list`); the input
-  schemas are generated from the protocol Structs into ``mcpschemas.json`` (see
+  schemas are generated from the protocol Structs into the package's ``mcpschemas.json`` (see
   ``deskhand_d/schema.py``) and only read here;
 * the arguments: checked against those schemas before anything is sent, so a wrong type is a
   tool error naming its path (:func:`check_arguments`);
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import os
 
-from deskhandctl import jsonwire
-from deskhandctl.render import delivery_value as _delivery
+from deskhandctl.cli.render import delivery_value as _delivery
+from deskhandctl.wire import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "mcpschemas.json")
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "mcpschemas.json")
 
 ACTIONS = (
     "click",
@@ -278,7 +278,7 @@ TOOL_NAMES = tuple(_DESCRIPTIONS)
 def load_schemas(path: str = SCHEMA_FILE) -> dict[str, dict[str, Any]]:
     """The generated input schemas by tool name."""
     with open(path, encoding="utf-8") as f:
-        value = jsonwire.loads(f.read())
+        value = jsontext.loads(f.read())
     assert isinstance(value, dict)
     tools = value["tools"]
     assert isinstance(tools, dict)

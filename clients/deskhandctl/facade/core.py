@@ -12,15 +12,15 @@ What this owns:
   revision's form (:func:`elicitation_params`), and the host's answer read back into a choice
   the daemon takes (:func:`choice_from_answer`), never accepting for the host.
 
-The tools themselves (table, arguments, results) are :mod:`deskhandctl.mcptools`; the daemon
-connection is :mod:`deskhandctl.mcplink`; reading and writing stdio is
-:mod:`deskhandctl.mcpserver`. Standard library only, and cheap to import: ``deskhandctl mcp``
+The tools themselves (table, arguments, results) are :mod:`deskhandctl.facade.tools`; the daemon
+connection is :mod:`deskhandctl.facade.link`; reading and writing stdio is
+:mod:`deskhandctl.facade.server`. Standard library only, and cheap to import: ``deskhandctl mcp``
 must answer ``initialize`` about as fast as Python starts.
 """
 
 from __future__ import annotations
 
-from deskhandctl import jsonwire
+from deskhandctl.wire import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 def encode(message: dict[str, Any]) -> bytes:
     """One message as a stdio line: compact UTF-8 JSON (never a raw newline inside) and ``\\n``."""
-    return jsonwire.dumps_compact(message).encode() + b"\n"
+    return jsontext.dumps_compact(message).encode() + b"\n"
 
 
 # ----- reading a line ----------------------------------------------------------------------------
@@ -118,7 +118,7 @@ def parse_line(line: bytes) -> Incoming | dict[str, Any]:
     """One line of stdin as a message, or the error response that answers it (sent with id
     null when no usable id could be read)."""
     try:
-        value = jsonwire.loads(line.decode())
+        value = jsontext.loads(line.decode())
     except ValueError:  # not UTF-8 (UnicodeDecodeError is one) or not JSON
         return error_message(None, PARSE_ERROR, "Parse error: the line is not JSON")
     if isinstance(value, list):

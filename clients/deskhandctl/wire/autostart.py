@@ -73,9 +73,9 @@ def _start_hint(installed: Path) -> str:
 
 def manager_unreachable(env: Mapping[str, str] = os.environ) -> str | None:
     """Why this user's service manager cannot be used from here, or None when it answers."""
-    from deskhandctl import _units  # the templates come along; this path is rare
+    from deskhandctl.setup import units  # the templates come along; this path is rare
 
-    return _units.manager_unreachable(_units.manager_probe(macos=paths.is_macos()), env)
+    return units.manager_unreachable(units.manager_probe(macos=paths.is_macos()), env)
 
 
 def service_manager_hint(env: Mapping[str, str] = os.environ) -> str | None:
@@ -144,7 +144,7 @@ def start_and_connect(
 
     ``connect`` tries once: a socket connected to our own daemon on ``socket_path``, None
     while nobody listens there, or a :class:`~deskhandctl.exitcodes.CliError` for anything
-    else (:mod:`deskhandctl.connect` passes it in, so that this module need not import it).
+    else (:mod:`deskhandctl.wire.connect` passes it in, so that this module need not import it).
     """
     installed = installed_service(env)
     if installed is not None:

@@ -16,7 +16,7 @@ from deskhandctl.exitcodes import DAEMON_ERROR, OK, USAGE
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Args
+    from deskhandctl.cli.grammar import Args
 
 
 def run_offline(args: Args) -> int:
@@ -58,7 +58,7 @@ def _eval(args: Args) -> int:
         return USAGE
     import trio
 
-    from deskhand_d.offline.evaluation import run_cases
+    from deskhand_d.review.evaluation import run_cases
 
     passed, lines = trio.run(run_cases, dict(os.environ))
     for line in lines:

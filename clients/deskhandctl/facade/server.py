@@ -1,12 +1,12 @@
 """``deskhandctl mcp``: an MCP server on stdio that is one more client of the daemon.
 
-What this owns: the process around :mod:`deskhandctl.mcpcore` (messages, lifecycle,
-elicitation), :mod:`deskhandctl.mcptools` (tools and results) and :mod:`deskhandctl.mcplink`
+What this owns: the process around :mod:`deskhandctl.facade.core` (messages, lifecycle,
+elicitation), :mod:`deskhandctl.facade.tools` (tools and results) and :mod:`deskhandctl.facade.link`
 (the daemon connection): reading stdin line by line, writing stdout one whole message at a time
 under a lock (stdout carries MCP messages only; logs go to stderr), running each ``tools/call``
 on a thread of its own, cancelling, forwarding progress, and putting the daemon's questions to
 the host as ``elicitation/create``. ``deskhandctl mcp config ...`` is handed to
-:mod:`deskhandctl.mcpconfig`.
+:mod:`deskhandctl.setup.mcpconfig`.
 
 It never owns the desktop: every tool is a daemon op on a session of its own, so the daemon's
 rules (stateIds, consent, the emergency stop, the queue) apply exactly as to every client.
@@ -19,15 +19,15 @@ import queue
 import sys
 import threading
 
-from deskhandctl import mcpcore
-from deskhandctl.mcpcore import Notification, Request, Response
+from deskhandctl.facade import core
+from deskhandctl.facade.core import Notification, Request, Response
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, BinaryIO
 
-    from deskhandctl.mcplink import Call, Link
+    from deskhandctl.facade.link import Call, Link
 
 USAGE = """\
 usage: deskhandctl [--socket PATH] [--no-autostart] mcp [--socket PATH] [--no-autostart]
@@ -117,7 +117,7 @@ class Server:
         self.socket_path = socket_path
         self.autostart = autostart
         self.version = version
-        self.host: mcpcore.Host | None = None
+        self.host: core.Host | None = None
         self.initialized = False
         self._schemas: dict[str, Any] | None = None
         self._link: Link | None = None
@@ -133,7 +133,7 @@ class Server:
     # ----- stdio -------------------------------------------------------------------------------
 
     def write(self, message: dict[str, Any]) -> None:
-        data = mcpcore.encode(message)
+        data = core.encode(message)
         with self._write_lock:
             try:
                 self._out.write(data)
@@ -178,7 +178,7 @@ class Server:
 
     def handle(self, line: bytes) -> Callable[[], None] | None:
         """Answer one line; a tool call is returned to be run (by the caller's thread)."""
-        message = mcpcore.parse_line(line)
+        message = core.parse_line(line)
         if isinstance(message, dict):
             self.write(message)
         elif isinstance(message, Request):
@@ -191,15 +191,15 @@ class Server:
 
     def _request(self, req: Request) -> Callable[[], None] | None:
         if req.method == "ping":
-            self.write(mcpcore.result_message(req.id, {}))
+            self.write(core.result_message(req.id, {}))
             return None
         if req.method == "initialize":
             self._initialize(req)
             return None
         if self.host is None:
             self.write(
-                mcpcore.error_message(
-                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: send initialize first"
+                core.error_message(
+                    req.id, core.INVALID_REQUEST, "Invalid Request: send initialize first"
                 )
             )
             return None
@@ -209,30 +209,28 @@ class Server:
             return self._call_tool(req)
         else:
             self.write(
-                mcpcore.error_message(
-                    req.id, mcpcore.METHOD_NOT_FOUND, f"Method not found: {req.method}"
-                )
+                core.error_message(req.id, core.METHOD_NOT_FOUND, f"Method not found: {req.method}")
             )
         return None
 
     def _initialize(self, req: Request) -> None:
         if self.host is not None:
             self.write(
-                mcpcore.error_message(
-                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: already initialized"
+                core.error_message(
+                    req.id, core.INVALID_REQUEST, "Invalid Request: already initialized"
                 )
             )
             return
-        host = mcpcore.negotiate(req.params)
+        host = core.negotiate(req.params)
         if isinstance(host, str):
-            self.write(mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, host))
+            self.write(core.error_message(req.id, core.INVALID_PARAMS, host))
             return
         self.host = host
         _log(
             f"serving {host.name} {host.version} (MCP {host.revision}, "
             f"elicitation {'yes' if host.elicitation else 'no'})"
         )
-        self.write(mcpcore.result_message(req.id, mcpcore.initialize_result(host, self.version)))
+        self.write(core.result_message(req.id, core.initialize_result(host, self.version)))
 
     def _notification(self, note: Notification) -> None:
         if note.method == "notifications/initialized":
@@ -253,17 +251,17 @@ class Server:
 
     def schemas(self) -> dict[str, Any]:
         if self._schemas is None:
-            from deskhandctl.mcptools import load_schemas
+            from deskhandctl.facade.tools import load_schemas
 
             self._schemas = load_schemas()
         return self._schemas
 
     def _list_tools(self, req: Request) -> None:
-        from deskhandctl.mcptools import tool_list
+        from deskhandctl.facade.tools import tool_list
 
         cursor = req.params.get("cursor")
         if cursor is not None:  # we never hand out cursors: the list is one page
-            self.write(mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, "Invalid cursor"))
+            self.write(core.error_message(req.id, core.INVALID_PARAMS, "Invalid cursor"))
             return
         from deskhandctl.exitcodes import CliError
 
@@ -274,17 +272,15 @@ class Server:
             _log(f"listing the tools without the daemon: {exc.message}")
         mode = link.mode
         self._listed_mode = mode
-        self.write(mcpcore.result_message(req.id, {"tools": tool_list(self.schemas(), mode)}))
+        self.write(core.result_message(req.id, {"tools": tool_list(self.schemas(), mode)}))
 
     def _call_tool(self, req: Request) -> Callable[[], None] | None:
         """The call to run, once registered (None: it was answered with an error)."""
-        from deskhandctl.mcptools import TOOL_NAMES
+        from deskhandctl.facade.tools import TOOL_NAMES
 
         name = req.params.get("name")
         if not isinstance(name, str) or name not in TOOL_NAMES:
-            self.write(
-                mcpcore.error_message(req.id, mcpcore.INVALID_PARAMS, f"Unknown tool: {name}")
-            )
+            self.write(core.error_message(req.id, core.INVALID_PARAMS, f"Unknown tool: {name}"))
             return None
         meta = req.params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -297,8 +293,8 @@ class Server:
                 self._active[req.id] = active
         if duplicate:
             self.write(
-                mcpcore.error_message(
-                    req.id, mcpcore.INVALID_REQUEST, "Invalid Request: this id is already in use"
+                core.error_message(
+                    req.id, core.INVALID_REQUEST, "Invalid Request: this id is already in use"
                 )
             )
             return None
@@ -312,8 +308,8 @@ class Server:
             return self._make_link() if self._link is None else self._link
 
     def _make_link(self) -> Link:
-        from deskhandctl.connect import autostart_allowed, resolve_socket
-        from deskhandctl.mcplink import Link
+        from deskhandctl.facade.link import Link
+        from deskhandctl.wire.connect import autostart_allowed, resolve_socket
 
         host = self.host
         assert host is not None
@@ -322,7 +318,7 @@ class Server:
             autostart=autostart_allowed(not self.autostart),
             client_name=host.name[:200],
             client_version=host.version[:200],
-            session_base=lambda serial: mcpcore.session_name(host, os.getpid(), serial),
+            session_base=lambda serial: core.session_name(host, os.getpid(), serial),
             can_answer_questions=host.elicitation,
             on_event=self._loose_event,
         )
@@ -333,7 +329,7 @@ class Server:
             result = self._tool_result(active, arguments)
         except Exception as exc:  # a bug: still answer, and honestly
             _log(f"internal error in {active.tool}: {exc!r}")
-            from deskhandctl.mcptools import shape_error
+            from deskhandctl.facade.tools import shape_error
 
             result = shape_error(active.tool, "internal", f"deskhandctl mcp failed: {exc!r}")
         with self._lock:
@@ -348,13 +344,13 @@ class Server:
                 f"{_summary(result)}"
             )
             return  # the host cancelled it: it gets no response
-        self.write(mcpcore.result_message(active.request_id, result))
+        self.write(core.result_message(active.request_id, result))
         self._maybe_list_changed()
 
     def _tool_result(self, active: _Active, arguments: object) -> dict[str, Any]:
         from deskhandctl.exitcodes import CliError
-        from deskhandctl.mcplink import Lost, NoAnswer
-        from deskhandctl.mcptools import ACTIONS, check_arguments, shape_error, shape_result
+        from deskhandctl.facade.link import Lost, NoAnswer
+        from deskhandctl.facade.tools import ACTIONS, check_arguments, shape_error, shape_result
 
         tool = active.tool
         schema = self.schemas()[tool]
@@ -442,7 +438,7 @@ class Server:
         if link is None or link.mode == self._listed_mode:
             return
         self._listed_mode = link.mode
-        self.write(mcpcore.notification("notifications/tools/list_changed"))
+        self.write(core.notification("notifications/tools/list_changed"))
 
     # ----- cancellation ------------------------------------------------------------------------
 
@@ -473,7 +469,7 @@ class Server:
                 "progress": active.progress,
                 "message": str(event.get("line") or event.get("phase") or "working"),
             }
-            self.write(mcpcore.notification("notifications/progress", params))
+            self.write(core.notification("notifications/progress", params))
         elif kind == "question":
             self._ask(active, event)
 
@@ -491,7 +487,7 @@ class Server:
                 "jsonrpc": "2.0",
                 "id": pending.id,
                 "method": "elicitation/create",
-                "params": mcpcore.elicitation_params(event, host.revision),
+                "params": core.elicitation_params(event, host.revision),
             }
         )
         threading.Thread(target=self._await_answer, args=(pending,), daemon=True).start()
@@ -500,12 +496,12 @@ class Server:
         pending.done.wait()
         if pending.response is None:
             return  # closed: answered elsewhere, expired, or its call ended
-        choice = mcpcore.choice_from_answer(pending.event, pending.response)
+        choice = core.choice_from_answer(pending.event, pending.response)
         _log(f"the host answered question {pending.event.get('id')!r}: {choice}")
         link = self._link
         if link is None:
             return
-        from deskhandctl.mcplink import Lost
+        from deskhandctl.facade.link import Lost
 
         try:
             reply = link.request(
@@ -520,7 +516,7 @@ class Server:
         """Withdraw a question from the host (it gets ``notifications/cancelled``)."""
         pending.active.elicitations.discard(pending.id)
         params = {"requestId": pending.id, "reason": reason}
-        self.write(mcpcore.notification("notifications/cancelled", params))
+        self.write(core.notification("notifications/cancelled", params))
         pending.done.set()
 
     def _loose_event(self, event: dict[str, Any]) -> None:
@@ -563,7 +559,7 @@ def _log(line: str) -> None:
 def main(argv: list[str], *, socket: str | None = None, no_autostart: bool = False) -> int:
     """``deskhandctl mcp [...]``: serve, or ``config ...`` for the host set-up."""
     if argv[:1] == ["config"]:
-        from deskhandctl import mcpconfig  # type: ignore[attr-defined,unused-ignore]
+        from deskhandctl.setup import mcpconfig  # type: ignore[attr-defined,unused-ignore]
 
         return int(mcpconfig.main(argv[1:]))
     args = list(argv)

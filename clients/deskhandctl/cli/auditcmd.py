@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 import sys
 
-from deskhandctl import jsonwire
 from deskhandctl.exitcodes import DAEMON_ERROR, OK
+from deskhandctl.wire import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Args
+    from deskhandctl.cli.grammar import Args
 
 DEFAULT_LAST = 20
 
@@ -37,7 +37,7 @@ def run_audit(args: Args) -> int:
     shown = dispatches[-(last if isinstance(last, int) else DEFAULT_LAST) :]
     if args.json:
         print(
-            jsonwire.dumps_readable(
+            jsontext.dumps_readable(
                 {
                     "directory": str(directory),
                     "dispatches": [d.to_dict() for d in shown],

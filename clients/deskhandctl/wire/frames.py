@@ -4,7 +4,7 @@ Theory of operation: :func:`encode_frame` turns one frame into bytes (the client
 frame it sends; :func:`client_frame` draws the mask). :class:`FrameReader` is fed whatever bytes
 arrived, in any chunking, and yields whole *events*: a complete :class:`Message` (continuation
 frames already joined), a :class:`Ping`, a :class:`Pong` or a :class:`Close`. It never reads a
-socket, so the socket shell in :mod:`deskhandctl.wsclient` and the tests drive it alike.
+socket, so the socket shell in :mod:`deskhandctl.wire.client` and the tests drive it alike.
 
 Invariants kept by the reader:
 

@@ -64,7 +64,7 @@ def stop_by_signal(
             )
         time.sleep(POLL_S)
     if json_output:
-        from deskhandctl.commands import print_json
+        from deskhandctl.cli.commands import print_json
 
         print_json({"kind": "signalled", "signal": name, "pid": pid, "locked": True})
     else:

@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 import sys
 
-from deskhandctl import render
+from deskhandctl.cli import render
 from deskhandctl.exitcodes import DaemonError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from deskhandctl.session import Session
+    from deskhandctl.wire.session import Session
 
 _WHAT = {
     "backend_approval": "the computer-use backend asks for approval to use {app}",

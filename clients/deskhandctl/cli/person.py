@@ -1,17 +1,17 @@
 """Steps only the person takes: ``unlock``, ``apps add``, ``grants restore`` and ``questions``.
 
 What this owns: the rule that these run only from the person's terminal, and the confirmation
-the first three ask there (the commands marked ``confirm`` in :mod:`deskhandctl.grammar`).
+the first three ask there (the commands marked ``confirm`` in :mod:`deskhandctl.cli.grammar`).
 Each widens what agents may do (the emergency stop released, an app allowed, a saved grant
 back, answers given for other clients), so an agent's tool call must not take it for the
 person. Without a terminal on stdin and stderr (a script, a pipe, an agent's shell tool) the
 command refuses before it connects: exit 66 (:class:`~deskhandctl.exitcodes.NoTerminal`), and
 the message says to run it in a terminal. On a terminal, whatever was typed and not yet read
-is thrown away first (:func:`~deskhandctl.events.discard_typeahead`, as before every
+is thrown away first (:func:`~deskhandctl.cli.events.discard_typeahead`, as before every
 question), the step is shown, and only ``y`` or ``yes`` typed after that goes ahead; anything
 else, an empty line or end of input sends nothing (exit 1,
 :class:`~deskhandctl.exitcodes.Declined`). ``questions`` asks the person about each question
-instead of once (:mod:`deskhandctl.console`).
+instead of once (:mod:`deskhandctl.cli.console`).
 
 This keeps the surfaces an agent is handed honest; it is no wall against a program running as
 the person, which could open a pseudo-terminal and type (``docs/consent.md``, "What an agent
@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import sys
 
-from deskhandctl import events, render
+from deskhandctl.cli import events, render
 from deskhandctl.exitcodes import Declined, NoTerminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Args
+    from deskhandctl.cli.grammar import Args
 
 _YES = frozenset({"y", "yes"})
 

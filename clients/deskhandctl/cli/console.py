@@ -6,13 +6,13 @@ is listed to it, and questions of clients that cannot ask the person themselves 
 without elicitation, a script) wait for it instead of being refused. Each question is shown
 with who asks (client, pid, session), the app, the exact text quoted as untrusted, the choices
 and the time left; it is answered with the ``answer`` op. The prompt is the CLI's own
-(:mod:`deskhandctl.events`): typed-ahead keys are discarded first, an unclear answer refuses,
+(:mod:`deskhandctl.cli.events`): typed-ahead keys are discarded first, an unclear answer refuses,
 and nothing is ever answered without the person. While the prompt waits, the console keeps
 asking the daemon whether the question is still open; once it is not (answered elsewhere,
 expired, its request ended) the prompt is withdrawn and says so. Ctrl-C leaves without
 answering (exit 130). A console answers for other clients, which only the person may: without a
 terminal on stdin and stderr it refuses before it connects (exit 66,
-:func:`deskhandctl.person.require_terminal`).
+:func:`deskhandctl.cli.person.require_terminal`).
 
 ``--once`` answers what is waiting now and exits; ``--json`` prints the open questions as JSON
 and exits without answering (it needs no terminal, since it never asks anyone).
@@ -23,17 +23,17 @@ from __future__ import annotations
 import os
 import sys
 
-from deskhandctl import render
-from deskhandctl.events import decide, discard_typeahead, present
+from deskhandctl.cli import render
+from deskhandctl.cli.events import decide, discard_typeahead, present
+from deskhandctl.cli.person import require_terminal
 from deskhandctl.exitcodes import OK, DaemonError
-from deskhandctl.person import require_terminal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskhandctl.grammar import Args
-    from deskhandctl.session import Session
+    from deskhandctl.cli.grammar import Args
+    from deskhandctl.wire.session import Session
 
 WAIT_S = 25.0  # the long poll: the daemon answers at once when something changes
 CHECK_S = 0.5  # while a prompt waits: how often to ask whether its question is still open
@@ -43,8 +43,8 @@ MARGIN_S = 5.0  # of --timeout left over the long poll's wait for the reply itse
 def run_console(args: Args) -> int:
     """Run ``deskhandctl questions``; the exit code. DaemonError and friends go to ``main``."""
     from deskhand_d import __version__
-    from deskhandctl.connect import autostart_allowed, open_session, resolve_socket
-    from deskhandctl.grammar import leaf
+    from deskhandctl.cli.grammar import leaf
+    from deskhandctl.wire.connect import autostart_allowed, open_session, resolve_socket
 
     if not args.json:  # it answers for other clients: only the person, at their terminal
         require_terminal(
@@ -60,7 +60,7 @@ def run_console(args: Args) -> int:
     )
     try:
         if args.json:
-            from deskhandctl.commands import print_json
+            from deskhandctl.cli.commands import print_json
 
             print_json(session.request("questions_watch", after=0, wait_s=0))
             return OK

@@ -23,10 +23,10 @@ import queue
 import sys
 import threading
 
-from deskhandctl import jsonwire
 from deskhandctl.exitcodes import ProtocolFailed
-from deskhandctl.wsclient import WebSocket
-from deskhandctl.wsframes import WebSocketError
+from deskhandctl.wire import jsontext
+from deskhandctl.wire.client import WebSocket
+from deskhandctl.wire.frames import WebSocketError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,9 +128,9 @@ class Link:
         return unreported
 
     def _open(self) -> None:
-        from deskhandctl.connect import NoListener, connect, open_websocket
         from deskhandctl.exitcodes import NotRunning, not_running_message
-        from deskhandctl.session import Session
+        from deskhandctl.wire.connect import NoListener, connect, open_websocket
+        from deskhandctl.wire.session import Session
 
         def attempt() -> Any:
             try:
@@ -142,7 +142,7 @@ class Link:
         if sock is None:
             if not self.autostart:
                 raise NotRunning(not_running_message(self.socket_path))
-            from deskhandctl.autostart import start_and_connect
+            from deskhandctl.wire.autostart import start_and_connect
 
             sock = start_and_connect(self.socket_path, attempt)
         ws = open_websocket(sock, self.socket_path, timeout=HANDSHAKE_TIMEOUT_S)
@@ -182,7 +182,7 @@ class Link:
             call = Call(self._next_id)
             self._next_id += 1
             conn.calls[call.id] = call
-        message = jsonwire.dumps_compact({**params, "op": op, "id": call.id})
+        message = jsontext.dumps_compact({**params, "op": op, "id": call.id})
         try:
             conn.ws.send(message)
         except (WebSocketError, OSError) as exc:
@@ -256,7 +256,7 @@ class Link:
     def _decode(payload: str | bytes) -> dict[str, Any]:
         if isinstance(payload, bytes):
             raise ProtocolFailed("deskhand-d sent a binary message on a JSON connection")
-        value = jsonwire.loads(payload)
+        value = jsontext.loads(payload)
         if not isinstance(value, dict):
             raise ProtocolFailed("deskhand-d sent a message that is not an object")
         return value

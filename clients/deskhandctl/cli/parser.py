@@ -1,8 +1,8 @@
-"""Reading ``deskhandctl``'s command line into :class:`~deskhandctl.grammar.Args`.
+"""Reading ``deskhandctl``'s command line into :class:`~deskhandctl.cli.grammar.Args`.
 
 :func:`parse` first tries :func:`parse_fast`, a small hand-written parser over the grammar table
 that understands well-formed command lines only; anything else (``--help``, a misspelt option,
-a bad value, a missing argument, ``--``) goes to :func:`deskhandctl.usage.parse_slow`, which
+a bad value, a missing argument, ``--``) goes to :func:`deskhandctl.cli.usage.parse_slow`, which
 builds argparse for the command concerned and prints help or a usage error exactly as argparse
 does. Why two: on a slow machine, importing argparse (with ``gettext`` and ``locale``) and
 building a parser cost about as much as starting Python itself, and ``deskhandctl status``
@@ -15,11 +15,11 @@ it. Everything after ``service`` or ``mcp`` is passed untouched to that command'
 from __future__ import annotations
 
 from deskhand_d import __version__
-from deskhandctl.grammar import COMMANDS, OPTION_BY_FLAG, PASSTHROUGH, PROG, Args
+from deskhandctl.cli.grammar import COMMANDS, OPTION_BY_FLAG, PASSTHROUGH, PROG, Args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Command, Param
+    from deskhandctl.cli.grammar import Command, Param
 
 __all__ = ["parse", "parse_fast"]
 
@@ -32,7 +32,7 @@ def parse(argv: list[str]) -> Args:
     args = parse_fast(argv)
     if args is not None:
         return args
-    from deskhandctl.usage import parse_slow  # argparse: help and usage errors only
+    from deskhandctl.cli.usage import parse_slow  # argparse: help and usage errors only
 
     return parse_slow(argv)
 

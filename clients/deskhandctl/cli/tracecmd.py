@@ -2,7 +2,7 @@
 
 ``list`` shows the traces in ``<state dir>/traces`` newest first; ``show PATH`` prints the
 per-step timeline and ``analyze PATH`` where the run first diverged (both from
-:mod:`deskhand_d.offline`). A trace file is opened no-follow (a symlink is refused), must be a
+:mod:`deskhand_d.review`). A trace file is opened no-follow (a symlink is refused), must be a
 regular file of at most 64 MiB and is read line by line; a line that is not an event is
 reported as a problem of the trace, not a failure. Exit codes: 0 when the trace could be read
 (``analyze`` too when it finds a divergence), 1 when it could not be read or holds no event.
@@ -15,14 +15,14 @@ import os
 import stat
 import sys
 
-from deskhandctl import jsonwire
 from deskhandctl.exitcodes import DAEMON_ERROR, OK
+from deskhandctl.wire import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskhandctl.grammar import Args
+    from deskhandctl.cli.grammar import Args
 
 MAX_BYTES = 64 * 1024 * 1024  # the daemon's own trace budget
 
@@ -33,7 +33,7 @@ class Unreadable(Exception):
 
 def read_trace(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     """The events of the trace at ``path`` and its unparsable lines; :class:`Unreadable` else."""
-    from deskhand_d.offline.traceview import parse_line
+    from deskhand_d.review.traceview import parse_line
 
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # no hang on a FIFO
     try:
@@ -81,7 +81,7 @@ def run_trace(args: Args) -> int:
     except Unreadable as exc:
         print(f"deskhandctl: {exc}", file=sys.stderr)
         return DAEMON_ERROR
-    from deskhand_d.offline import tracetimeline, traceview
+    from deskhand_d.review import tracetimeline, traceview
 
     if args.command == "trace show":
         text = tracetimeline.timeline(events)
@@ -90,7 +90,7 @@ def run_trace(args: Args) -> int:
             first = events[0]
             shown = {"path": path, "runId": first.get("runId"), "mode": first.get("mode")}
             shown.update(events=len(events), problems=problems, timeline=text.split("\n"))
-            print(jsonwire.dumps_readable(shown))
+            print(jsontext.dumps_readable(shown))
         else:
             print(text)
         return OK
@@ -98,15 +98,15 @@ def run_trace(args: Args) -> int:
 
     analysis = traceview.analyze(events, problems)
     if args.json:
-        print(jsonwire.dumps_readable(msgspec.to_builtins(analysis)))
+        print(jsontext.dumps_readable(msgspec.to_builtins(analysis)))
     else:
         print(traceview.render_analysis(analysis))
     return OK
 
 
 def _list(args: Args) -> int:
-    from deskhand_d.offline.traceview import integrity
     from deskhand_d.paths import state_dir
+    from deskhand_d.review.traceview import integrity
 
     directory = state_dir(os.environ) / "traces"
     try:
@@ -145,7 +145,7 @@ def _list(args: Args) -> int:
             }
         )
     if args.json:
-        print(jsonwire.dumps_readable({"directory": str(directory), "traces": rows}))
+        print(jsontext.dumps_readable({"directory": str(directory), "traces": rows}))
     elif not rows:
         print(f"no traces in {directory}")
     for row in [] if args.json else rows:

@@ -7,7 +7,7 @@ constants below with their placeholders left in, so people and CI can read and l
 without Python; ``tests/test_service_units.py`` fails when they drift. After editing a
 template here, regenerate them with::
 
-    .venv/bin/python -m deskhandctl._units
+    .venv/bin/python -m deskhandctl.setup.units
 
 Keeping the templates as strings in the package (instead of package data files) means an
 installed wheel renders exactly what the repository shows, with no resource lookup.
@@ -62,7 +62,7 @@ SERVICE_TEMPLATE: Final = f"""\
 # `deskhandctl service install` writes this file to ~/.config/systemd/user/ with the
 # placeholder in ExecStart= replaced by the absolute daemon command of the installation
 # it runs from.
-# Generated from clients/deskhandctl/_units.py; edit it there, not here.
+# Generated from clients/deskhandctl/setup/units.py; edit it there, not here.
 #
 # {SYSTEMD_SOCKET} is the unit that gets enabled: systemd holds the listening socket and
 # starts this service on the first connection; the daemon takes the socket from LISTEN_FDS
@@ -132,7 +132,7 @@ Also={SYSTEMD_SOCKET}
 SOCKET_TEMPLATE: Final = f"""\
 # systemd user socket for the Deskhand daemon: the unit `deskhandctl service install`
 # enables. systemd creates the socket at login and starts {SYSTEMD_SERVICE} on the first
-# connection. Generated from clients/deskhandctl/_units.py; edit it there, not here.
+# connection. Generated from clients/deskhandctl/setup/units.py; edit it there, not here.
 
 [Unit]
 Description=Deskhand daemon socket
@@ -159,7 +159,7 @@ PLIST_TEMPLATE: Final = f"""\
   `deskhandctl service install` writes this file to ~/Library/LaunchAgents/ with the
   placeholders replaced by absolute paths for the current user (launchd expands neither
   "~" nor variables), and loads it with `launchctl bootstrap gui/<uid>`.
-  Generated from clients/deskhandctl/_units.py; edit it there, not here.
+  Generated from clients/deskhandctl/setup/units.py; edit it there, not here.
 -->
 <plist version="1.0">
 <dict>

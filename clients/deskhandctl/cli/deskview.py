@@ -1,13 +1,13 @@
 """What the CLI shows about the desktop behind the daemon: the backend line of ``status`` (above
 all, that a simulated desktop is not the real one) and ``doctor``'s desktop checks.
 
-Built on :mod:`deskhandctl.render` (whose summaries these extend) and, like it, pure: dicts in,
+Built on :mod:`deskhandctl.cli.render` (whose summaries these extend) and, like it, pure: dicts in,
 text out, missing fields shown as ``?``.
 """
 
 from __future__ import annotations
 
-from deskhandctl import render
+from deskhandctl.cli import render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ import _socket
 import _thread
 import time
 
-from deskhandctl.wsframes import (
+from deskhandctl.wire.frames import (
     CLOSE_ABNORMAL,
     CLOSE_NO_STATUS,
     CLOSE_NORMAL,
@@ -46,7 +46,7 @@ from deskhandctl.wsframes import (
     client_frame,
     encode_close_payload,
 )
-from deskhandctl.wshandshake import (
+from deskhandctl.wire.handshake import (
     HandshakeError,
     HandshakeRejected,
     ResponseReader,

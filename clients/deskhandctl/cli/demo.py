@@ -34,8 +34,8 @@ from deskhandctl.exitcodes import DAEMON_ERROR, OK
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.grammar import Args
-    from deskhandctl.session import Session
+    from deskhandctl.cli.grammar import Args
+    from deskhandctl.wire.session import Session
 
 APP = "Calculator"
 KEYS = ("6", "+", "7", "=")
@@ -58,7 +58,7 @@ def run_demo(args: Args) -> int:
             DESKHAND_SOCKET=str(profile / "run" / "deskhand.sock"),
             XDG_STATE_HOME=str(profile / "state"),
         )
-        from deskhandctl.events import terminal_attached
+        from deskhandctl.cli.events import terminal_attached
 
         interactive = terminal_attached()
         if private and not interactive:
@@ -90,7 +90,7 @@ def _choose_desktop(
     if not sys.platform.startswith("linux"):
         return env, "sim", True, "using the simulated desktop (the real one is Linux-only here)"
     from deskhand_d.backends import a11ybus as a11ybus
-    from deskhand_d.backends import xsession as xsession
+    from deskhand_d.programs import xsession as xsession
 
     if shutil.which("gnome-calculator") is None:
         return env, "sim", True, "using the simulated desktop: gnome-calculator is not installed"
@@ -135,8 +135,8 @@ def _drive(
     """Run the task through a daemon started for it: what the display shows, and where the
     screenshot went (``.png`` becomes ``.jpg`` for the simulator's JPEG screenshots)."""
     from deskhand_d import __version__
-    from deskhandctl.connect import open_session
-    from deskhandctl.events import EventHandler
+    from deskhandctl.cli.events import EventHandler
+    from deskhandctl.wire.connect import open_session
 
     saved = dict(os.environ)
     os.environ.clear()
@@ -166,7 +166,7 @@ def _drive(
     while _display(str(final["text"])) != EXPECTED and time.monotonic() < deadline:
         time.sleep(0.2)
         final = _observe(session)
-    from deskhandctl.commands import save_screenshot
+    from deskhandctl.cli.commands import save_screenshot
 
     if not final.get("screenshot"):
         raise RuntimeError("the backend sent no screenshot of the result")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import binascii
 import os
 
-from deskhandctl.wsframes import WebSocketError
+from deskhandctl.wire.frames import WebSocketError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ lost connection, :class:`NotRunning`; a deadline, :class:`TimedOut`. The wire sh
 
 from __future__ import annotations
 
-from deskhandctl import jsonwire
 from deskhandctl.exitcodes import DaemonError, NotRunning, ProtocolFailed, TimedOut
-from deskhandctl.wsclient import ConnectionClosed, ConnectionLost, WebSocket
-from deskhandctl.wsframes import (
+from deskhandctl.wire import jsontext
+from deskhandctl.wire.client import ConnectionClosed, ConnectionLost, WebSocket
+from deskhandctl.wire.frames import (
     CLOSE_INVALID_DATA,
     CLOSE_PROTOCOL_ERROR,
     CLOSE_UNSUPPORTED_DATA,
@@ -104,7 +104,7 @@ class Session:
     def _call(self, op: str, params: dict[str, Any], *, hello: bool) -> dict[str, Any]:
         request_id = self._next_id
         self._next_id += 1
-        message = jsonwire.dumps_compact({"op": op, "id": request_id, **params})
+        message = jsontext.dumps_compact({"op": op, "id": request_id, **params})
         try:
             self.ws.send(message)
             self._outstanding[request_id] = op
@@ -156,7 +156,7 @@ class Session:
         if isinstance(payload, bytes):
             raise self._broken("a binary message on a JSON connection")
         try:
-            value = jsonwire.loads(payload)
+            value = jsontext.loads(payload)
         except ValueError:
             raise self._broken("a message that is not JSON") from None
         if not isinstance(value, dict):

@@ -5,9 +5,9 @@ the shapes of the table (:class:`Option`, :class:`Param`, :class:`Command`), the
 and every command with its arguments, the longer hints some usage errors add, and :class:`Args`.
 A :class:`Param`'s ``dest`` is the request field it fills (``--index`` fills ``element_index``),
 so the wire names are written once, here; a test checks every ``dest`` against
-``deskhand_d.protocol.requests``. :mod:`deskhandctl.parser` reads a command line with this table
-(and :mod:`deskhandctl.usage` builds argparse from it for help and usage errors);
-:mod:`deskhandctl.commands` builds each request from it.
+``deskhand_d.protocol.requests``. :mod:`deskhandctl.cli.parser` reads a command line with this table
+(and :mod:`deskhandctl.cli.usage` builds argparse from it for help and usage errors);
+:mod:`deskhandctl.cli.commands` builds each request from it.
 
 Importing this module builds small tuples and dicts only; it is on every command's start-up
 path, so it imports nothing beyond itself, and its classes are plain ``__slots__`` classes (no
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 PROG = "deskhandctl"
 PASSTHROUGH = frozenset({"service", "mcp"})
 """Commands whose words after them are passed untouched to their own ``main``
-(``deskhandctl.service.main``, ``deskhandctl.mcpserver.main``), which parses them."""
+(``deskhandctl.setup.service.main``, ``deskhandctl.facade.server.main``), which parses them."""
 DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
 EPILOG = (
     "Exit codes: 0 ok, 1 error reply, failed action or not confirmed, 2 usage, "
@@ -216,7 +216,7 @@ class Command:
     combinations the parsers cannot express (its message becomes a usage error); ``hint`` is
     added to every usage error of this command; ``confirm`` marks a step only the person takes,
     which runs only from a terminal once they have confirmed it there
-    (:mod:`deskhandctl.person`).
+    (:mod:`deskhandctl.cli.person`).
     """
 
     __slots__ = (

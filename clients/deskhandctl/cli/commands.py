@@ -1,8 +1,8 @@
 """Run one parsed command over an open session: send its request, print the result, pick the code.
 
-Requests are built from the grammar (:mod:`deskhandctl.grammar`): every non-local argument goes
+Requests are built from the grammar (:mod:`deskhandctl.cli.grammar`): every non-local argument goes
 into the request under its ``dest``, which is the protocol's field name; an ``X,Y`` point fills
-``<dest>_x`` and ``<dest>_y``. Output is the human form from :mod:`deskhandctl.render`, or with
+``<dest>_x`` and ``<dest>_y``. Output is the human form from :mod:`deskhandctl.cli.render`, or with
 ``--json`` the result object as one line of JSON (``observe`` puts the saved screenshot's path
 where the base64 bytes were). Failures are exceptions from :mod:`deskhandctl.exitcodes`; the exit
 code of a result that is itself bad news (an unhealthy ``doctor``, an action the backend reported
@@ -14,7 +14,8 @@ from __future__ import annotations
 import sys
 import time
 
-from deskhandctl import deskview, jsonwire, render
+from deskhandctl.cli import deskview, render
+from deskhandctl.cli.grammar import leaf
 from deskhandctl.exitcodes import (
     DAEMON_ERROR,
     OK,
@@ -25,19 +26,19 @@ from deskhandctl.exitcodes import (
     ProtocolFailed,
     TimedOut,
 )
-from deskhandctl.grammar import leaf
+from deskhandctl.wire import jsontext
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from deskhandctl.grammar import Args, Command
-    from deskhandctl.session import Session
+    from deskhandctl.cli.grammar import Args, Command
+    from deskhandctl.wire.session import Session
 
 
 def print_json(value: object) -> None:
     """One line of JSON on stdout."""
-    print(jsonwire.dumps_readable(value))
+    print(jsontext.dumps_readable(value))
 
 
 def request_fields(command: Command, params: dict[str, object]) -> dict[str, object]:
@@ -258,7 +259,7 @@ def save_screenshot(path: str, data: str) -> int:
     import os
     import stat
 
-    from deskhandctl.filewrite import fill
+    from deskhandctl.setup.filewrite import fill
 
     try:
         raw = binascii.a2b_base64(data, strict_mode=True)
