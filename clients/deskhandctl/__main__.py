@@ -1,12 +1,12 @@
 """``deskhandctl`` / ``python -m deskhandctl``: parse the command line, run one command, exit.
 
-Owns the connection for the one command and the single place where failures become exit codes
-(:mod:`deskhandctl.exitcodes`); the grammar is in :mod:`deskhandctl.cli.grammar`, read by
-:mod:`deskhandctl.cli.parser`; what each command sends and prints is in
-:mod:`deskhandctl.cli.commands`.
-Start-up cost matters here, so the connection and output modules are imported only once the
-command line is known to need them, and ``service`` and autostart load their heavier modules
-themselves.
+What this owns: the dispatch (the command's entry in :mod:`deskhandctl.cli.grammar` names its
+handler, imported only now), the connection for the one command, and the single place where
+failures become exit codes (:mod:`deskhandctl.exitcodes`). The command line is read by
+:mod:`deskhandctl.cli.parser`; what each daemon command sends and prints is in
+:mod:`deskhandctl.cli.commands`. Start-up cost matters here, so the connection and output modules
+are imported only once the command line is known to need them, and ``service`` and autostart
+load their heavier modules themselves.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import sys
 
 from deskhand_d import __version__
+from deskhandctl.cli.grammar import leaf
 from deskhandctl.cli.parser import parse
 from deskhandctl.exitcodes import (
     DAEMON_ERROR,
@@ -28,13 +29,22 @@ from deskhandctl.exitcodes import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from deskhandctl.cli.grammar import Args
+    from collections.abc import Callable
+
+    from deskhandctl.cli.grammar import Args, Command
 
 
-def _run(args: Args) -> int:
-    from deskhandctl.cli.commands import run
+def _handler(command: Command) -> Callable[..., int]:
+    """The function the command's entry names (``"module:function"``), its module imported now."""
+    module, _, name = command.handler.partition(":")
+    handler: Callable[..., int] = getattr(__import__(module, fromlist=[name]), name)
+    return handler
+
+
+def _run(args: Args, command: Command, handler: Callable[..., int]) -> int:
+    """A daemon command: open the session (the person's yes first, if it needs one), run the
+    handler on it, close it."""
     from deskhandctl.cli.events import EventHandler, terminal_attached
-    from deskhandctl.cli.grammar import leaf
     from deskhandctl.wire.connect import (
         autostart_allowed,
         open_session,
@@ -42,13 +52,12 @@ def _run(args: Args) -> int:
         resolve_socket,
     )
 
-    command = leaf(args.command)
     if command.confirm:  # a step only the person takes: their terminal and their yes first
         from deskhandctl.cli.person import confirm
 
         confirm(args)
     session_name = resolve_session(args.session) if command.session else ""
-    handler = EventHandler(show_notices=not args.json, interactive=terminal_attached())
+    events = EventHandler(show_notices=not args.json, interactive=terminal_attached())
     socket_path = resolve_socket(args.socket)
     timeout = command.timeout if args.timeout is None else args.timeout
     try:
@@ -58,9 +67,9 @@ def _run(args: Args) -> int:
             # Starting a daemon only to stop it again would be silly.
             autostart=command.autostart and autostart_allowed(args.no_autostart),
             client_version=__version__,
-            on_event=handler,
+            on_event=events,
             session_name=session_name,
-            can_answer_questions=handler.interactive,
+            can_answer_questions=events.interactive,
         )
     except TimedOut as exc:  # DaemonBusy (HTTP 503) included
         if command.op != "stop":
@@ -68,9 +77,9 @@ def _run(args: Args) -> int:
         from deskhandctl.cli.emergency import stop_by_signal  # the emergency stop gets through
 
         return stop_by_signal(socket_path, exc, json_output=args.json, confirm_within_s=timeout)
-    handler.session = session
+    events.session = session
     try:
-        return run(session, args)
+        return handler(session, args)
     except TimedOut as exc:
         if command.op != "stop":
             raise
@@ -91,8 +100,6 @@ def _daemon_error(args: Args, exc: DaemonError) -> int:
 
         print_json({"error": {"code": exc.code, "message": exc.detail, "data": exc.data}})
     print(f"deskhandctl: {exc.message}", file=sys.stderr)
-    from deskhandctl.cli.grammar import leaf
-
     command = leaf(args.command)
     # A desktop command always has a delivery line; any other command (a Jev run, say) only
     # when the daemon stated one. Either way the line and the exit code read the one value
@@ -116,8 +123,6 @@ def _cli_error(exc: CliError) -> int:
 
 
 def _interrupted(args: Args) -> int:
-    from deskhandctl.cli.grammar import leaf
-
     print("deskhandctl: interrupted", file=sys.stderr)
     command = leaf(args.command)
     if command.delivers:
@@ -134,36 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         args = parse(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:  # --help and --version exit 0, usage errors 2
         return exc.code if isinstance(exc.code, int) else USAGE
-    if args.command == "service":
-        from deskhandctl.setup.service import main as service_main  # only this command needs it
-
-        return service_main(args.rest)
-    if args.command == "mcp":  # a long-running MCP server on stdio, or its host set-up
-        from deskhandctl.facade.server import main as mcp_main
-
-        return mcp_main(args.rest, socket=args.socket, no_autostart=args.no_autostart)
-    if args.command in ("ax parse", "eval"):  # offline: no daemon, no socket
-        from deskhandctl.cli.offline import run_offline
-
-        return run_offline(args)
-    if args.command == "demo":  # runs its own daemon (and desktop) from start to finish
-        from deskhandctl.cli.demo import run_demo
-
-        return run_demo(args)
-    if args.command == "audit":  # read from the files: works while the daemon is down
-        from deskhandctl.cli.auditcmd import run_audit
-
-        return run_audit(args)
-    if args.command.startswith("trace "):
-        from deskhandctl.cli.tracecmd import run_trace
-
-        return run_trace(args)
+    command = leaf(args.command)
+    handler = _handler(command)
+    if command.offline or command.passthrough:  # they report their own failures
+        return int(handler(args))
     try:
-        if args.command == "questions":  # the person's console: a loop, not one request
-            from deskhandctl.cli.console import run_console
-
-            return run_console(args)
-        return _run(args)
+        if command.standalone:  # the person's console: a loop, not one request
+            return int(handler(args))
+        return _run(args, command, handler)
     except DaemonError as exc:
         return _daemon_error(args, exc)
     except CliError as exc:

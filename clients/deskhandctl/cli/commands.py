@@ -1,12 +1,14 @@
-"""Run one parsed command over an open session: send its request, print the result, pick the code.
+"""The handlers of the commands that are one request: send it, print the reply, pick the code.
 
-Requests are built from the grammar (:mod:`deskhandctl.cli.grammar`): every non-local argument goes
-into the request under its ``dest``, which is the protocol's field name; an ``X,Y`` point fills
-``<dest>_x`` and ``<dest>_y``. Output is the human form from :mod:`deskhandctl.cli.render`, or with
-``--json`` the result object as one line of JSON (``observe`` puts the saved screenshot's path
-where the base64 bytes were). Failures are exceptions from :mod:`deskhandctl.exitcodes`; the exit
-code of a result that is itself bad news (an unhealthy ``doctor``, an action the backend reported
-as failed) is returned.
+Each public handler is named by a command's entry in :mod:`deskhandctl.cli.grammar` and called
+as ``handler(session, args)`` on the session :mod:`deskhandctl.__main__` opened; most commands
+use :func:`request`. Requests are built from the grammar: every non-local argument goes into the
+request under its ``dest``, which is the protocol's field name; an ``X,Y`` point fills
+``<dest>_x`` and ``<dest>_y``. Output is the human form from :mod:`deskhandctl.cli.render`, or
+with ``--json`` the result object as one line of JSON (``observe`` puts the saved screenshot's
+path where the base64 bytes were). Failures are exceptions from :mod:`deskhandctl.exitcodes`;
+the exit code of a result that is itself bad news (an unhealthy ``doctor``, an action the
+backend reported as failed) is returned.
 """
 
 from __future__ import annotations
@@ -62,36 +64,54 @@ def op_for(command: Command, params: dict[str, object]) -> str:
     return command.op
 
 
-def run(session: Session, args: Args) -> int:
-    """Run ``args.command`` on ``session``; return the exit code."""
-    name = args.command
-    if name == "status":
-        return _show(args, session.request("status"), deskview.status)
-    if name == "ping":
-        started = time.perf_counter()
-        result = session.request("ping")
-        elapsed = time.perf_counter() - started
-        return _show(args, result, lambda _: render.pong(session.welcome, elapsed))
-    if name == "shutdown":
-        result = session.request("shutdown")
-        return _show(args, result, lambda _: render.shutting_down(session.welcome))
-    if name == "doctor":
-        result = session.request("doctor", **request_fields(leaf(name), args.params))
-        _show(args, result, deskview.doctor)
-        return OK if deskview.healthy(result) else DAEMON_ERROR
-    command = leaf(name)
+# ----- the handlers the grammar names: handler(session, args) -> exit code ---------------------
+
+
+def status(session: Session, args: Args) -> int:
+    """``status``: the daemon's own summary, with the backend line."""
+    return _show(args, session.request("status"), deskview.status)
+
+
+def ping(session: Session, args: Args) -> int:
+    """``ping``: the answer and the round trip it took."""
+    started = time.perf_counter()
+    result = session.request("ping")
+    elapsed = time.perf_counter() - started
+    return _show(args, result, lambda _: render.pong(session.welcome, elapsed))
+
+
+def shutdown(session: Session, args: Args) -> int:
+    """``shutdown``: ask the daemon to stop."""
+    result = session.request("shutdown")
+    return _show(args, result, lambda _: render.shutting_down(session.welcome))
+
+
+def doctor(session: Session, args: Args) -> int:
+    """``doctor``: the backend's checks; exit 1 unless all is healthy."""
+    result = session.request("doctor", **request_fields(leaf(args.command), args.params))
+    _show(args, result, deskview.doctor)
+    return OK if deskview.healthy(result) else DAEMON_ERROR
+
+
+def observe(session: Session, args: Args) -> int:
+    """``observe``: the observation, and its screenshot saved where ``--screenshot`` says."""
+    command = leaf(args.command)
+    fields = request_fields(command, args.params)
+    return _observe(args, _request(session, command.op, fields, command=command))
+
+
+def request(session: Session, args: Args) -> int:
+    """Any other daemon command: its one request, then the reply as a mode switch, an action's
+    result or a plain result."""
+    command = leaf(args.command)
     op = op_for(command, args.params)
     fields = request_fields(command, args.params)
-    if name == "run":
-        return _run_task(args, session, fields)
     result = _request(session, op, fields, command=command)
-    if name == "observe":
-        return _observe(args, result)
     if op == "mode_set":
         return _mode_set(args, result, str(fields["mode"]))
     if command.acts:
         return _action(args, result)
-    _show(args, result, lambda r: render.result(name, r))
+    _show(args, result, lambda r: render.result(args.command, r))
     return OK
 
 
@@ -136,8 +156,9 @@ def _request_once(session: Session, op: str, fields: dict[str, object], *, comma
         raise
 
 
-def _run_task(args: Args, session: Session, fields: dict[str, object]) -> int:
+def run_task(session: Session, args: Args) -> int:
     """``run``: progress lines arrive as events while it runs; then the ending."""
+    fields = request_fields(leaf(args.command), args.params)
     role, label = args.params.get("verify_role"), args.params.get("verify_label")
     if role is not None:
         fields["verify"] = {"role": role, "label_equals": label}

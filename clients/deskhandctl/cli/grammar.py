@@ -23,9 +23,6 @@ if TYPE_CHECKING:
     Check = Callable[[dict[str, object]], str | None]
 
 PROG = "deskhandctl"
-PASSTHROUGH = frozenset({"service", "mcp"})
-"""Commands whose words after them are passed untouched to their own ``main``
-(``deskhandctl.setup.service.main``, ``deskhandctl.facade.server.main``), which parses them."""
 DESCRIPTION = "Talk to the Deskhand daemon (deskhand-d) running for this user."
 EPILOG = (
     "Exit codes: 0 ok, 1 error reply, failed action or not confirmed, 2 usage, "
@@ -39,6 +36,9 @@ QUESTIONS_TIMEOUT_S = 40.0
 is not taken for a stuck daemon."""
 DESKTOP_TIMEOUT_S = 60.0
 """Default ``--timeout`` for commands that may start the backend or wait on it."""
+_ON_SESSION = "deskhandctl.cli.commands:"
+REQUEST_HANDLER = _ON_SESSION + "request"
+"""The handler of a command that is one request and its reply (most of them)."""
 
 
 # ----- values: text in, value out, ValueError if invalid -----------------------------------------
@@ -217,6 +217,14 @@ class Command:
     added to every usage error of this command; ``confirm`` marks a step only the person takes,
     which runs only from a terminal once they have confirmed it there
     (:mod:`deskhandctl.cli.person`).
+
+    ``handler`` names the function that runs the command, as ``"module:function"``; its module
+    is imported only when the command runs. A daemon command's handler is called as
+    ``handler(session, args)`` on the session :mod:`deskhandctl.__main__` opened for it (the
+    default, :func:`deskhandctl.cli.commands.request`, sends the one request and prints the
+    reply); a ``standalone`` command's as ``handler(args)``, and it opens whatever it needs
+    itself. ``offline`` and ``passthrough`` commands are standalone and report their own
+    failures; a ``passthrough`` command takes every word after it untouched (``args.rest``).
     """
 
     __slots__ = (
@@ -224,6 +232,7 @@ class Command:
         "check",
         "confirm",
         "delivers",
+        "handler",
         "help",
         "hint",
         "name",
@@ -231,8 +240,10 @@ class Command:
         "op",
         "options",
         "params",
+        "passthrough",
         "positionals",
         "session",
+        "standalone",
         "subcommands",
         "timeout",
     )
@@ -254,6 +265,9 @@ class Command:
         hint: str = "",
         offline: bool = False,
         confirm: bool = False,
+        handler: str = REQUEST_HANDLER,
+        standalone: bool = False,
+        passthrough: bool = False,
     ) -> None:
         self.name = name
         self.help = help
@@ -270,6 +284,9 @@ class Command:
         self.subcommands = {sub.name: sub for sub in subcommands}
         self.hint = hint
         self.confirm = confirm
+        self.handler = handler
+        self.passthrough = passthrough
+        self.standalone = standalone or offline or passthrough
 
     @property
     def acts(self) -> bool:
@@ -392,9 +409,20 @@ OPTION_BY_FLAG = {option.flag: option for option in OPTIONS}
 COMMANDS: dict[str, Command] = {
     cmd.name: cmd
     for cmd in (
-        Command("status", "show the daemon's version, uptime, clients and request statistics"),
-        Command("ping", "check that the daemon answers, and how fast"),
-        Command("shutdown", "ask the daemon to stop (never starts one)", autostart=False),
+        Command(
+            "status",
+            "show the daemon's version, uptime, clients and request statistics",
+            handler=_ON_SESSION + "status",
+        ),
+        Command(
+            "ping", "check that the daemon answers, and how fast", handler=_ON_SESSION + "ping"
+        ),
+        Command(
+            "shutdown",
+            "ask the daemon to stop (never starts one)",
+            autostart=False,
+            handler=_ON_SESSION + "shutdown",
+        ),
         Command(
             "doctor",
             "check the computer-use backend without acting on the desktop: its handshake, "
@@ -408,6 +436,7 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             timeout=DESKTOP_TIMEOUT_S,
+            handler=_ON_SESSION + "doctor",
         ),
         Command(
             "observe",
@@ -418,6 +447,7 @@ COMMANDS: dict[str, Command] = {
                 Param("--screenshot", "screenshot", _SHOT, metavar="FILE", local=True),
             ),
             desktop=True,
+            handler=_ON_SESSION + "observe",
         ),
         Command(
             "click",
@@ -605,6 +635,7 @@ COMMANDS: dict[str, Command] = {
             timeout=240.0,
             check=_verify_pair,
             hint=RUN_HINT,
+            handler=_ON_SESSION + "run_task",
         ),
         # The commands that run in the CLI itself and never send a request of their own
         # (demo starts a private daemon): every dest is local.
@@ -627,6 +658,7 @@ COMMANDS: dict[str, Command] = {
                         ),
                     ),
                     offline=True,
+                    handler="deskhandctl.cli.offline:run_offline",
                 ),
             ),
         ),
@@ -634,13 +666,20 @@ COMMANDS: dict[str, Command] = {
             "trace",
             "read Jev run traces offline",
             subcommands=(
-                Command("list", "list the trace files, newest first", "", offline=True),
+                Command(
+                    "list",
+                    "list the trace files, newest first",
+                    "",
+                    offline=True,
+                    handler="deskhandctl.cli.tracecmd:run_trace",
+                ),
                 Command(
                     "show",
                     "show a trace as a per-step timeline",
                     "",
                     (Param("PATH", "path", "the trace file", local=True),),
                     offline=True,
+                    handler="deskhandctl.cli.tracecmd:run_trace",
                 ),
                 Command(
                     "analyze",
@@ -648,6 +687,7 @@ COMMANDS: dict[str, Command] = {
                     "",
                     (Param("PATH", "path", "the trace file", local=True),),
                     offline=True,
+                    handler="deskhandctl.cli.tracecmd:run_trace",
                 ),
             ),
         ),
@@ -666,6 +706,7 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             offline=True,
+            handler="deskhandctl.cli.auditcmd:run_audit",
         ),
         Command(
             "eval",
@@ -681,6 +722,7 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             offline=True,
+            handler="deskhandctl.cli.offline:run_offline",
         ),
         Command(
             "demo",
@@ -710,6 +752,7 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             offline=True,
+            handler="deskhandctl.cli.demo:run_demo",
         ),
         Command(
             "grants",
@@ -762,18 +805,28 @@ COMMANDS: dict[str, Command] = {
                 ),
             ),
             timeout=QUESTIONS_TIMEOUT_S,
+            handler="deskhandctl.cli.console:run_console",
+            standalone=True,
         ),
         Command(
             "service",
             "install or uninstall the systemd/launchd user service (see 'service --help')",
+            handler="deskhandctl.setup.service:run",
+            passthrough=True,
         ),
         Command(
             "mcp",
             "serve Deskhand to an AI agent host over MCP on stdio, or set a host up "
             "(see 'mcp --help')",
+            handler="deskhandctl.facade.server:run",
+            passthrough=True,
         ),
     )
 }
+
+
+PASSTHROUGH = frozenset(name for name, command in COMMANDS.items() if command.passthrough)
+"""Commands whose words after them are passed untouched to their handler, which parses them."""
 
 
 def leaf(name: str) -> Command:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, BinaryIO
 
+    from deskhandctl.cli.grammar import Args
     from deskhandctl.facade.link import Call, Link
 
 USAGE = """\
@@ -554,6 +555,12 @@ def _log(line: str) -> None:
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def run(args: Args) -> int:
+    """The ``mcp`` command's handler (named in the grammar): :func:`main` on its words, with the
+    global ``--socket`` and ``--no-autostart`` given before ``mcp``."""
+    return main(args.rest, socket=args.socket, no_autostart=args.no_autostart)
 
 
 def main(argv: list[str], *, socket: str | None = None, no_autostart: bool = False) -> int:

@@ -51,6 +51,10 @@ from deskhand_d import paths
 from deskhandctl.setup import units
 from deskhandctl.setup.units import linux_socket_text, macos_log_dir, macos_socket
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from deskhandctl.cli.grammar import Args
+
 PROG = "deskhandctl service"
 UNIT_MODE = 0o644
 PRIVATE_DIR_MODE = 0o700
@@ -510,6 +514,11 @@ def _parser() -> argparse.ArgumentParser:
         help="render for this platform (default: the one this runs on)",
     )
     return p
+
+
+def run(args: Args) -> int:
+    """The ``service`` command's handler (named in the grammar): :func:`main` on its words."""
+    return main(args.rest)
 
 
 def main(argv: list[str]) -> int:
