@@ -18,6 +18,16 @@ the fake finds the host's name for it in the request's ``tools``). Other request
 probes, summaries) get a short text answer and take no turn. When the script is spent, every
 further main request gets ``FakeModel.done_text``.
 
+What the two hosts need (measured with Claude Code 2.1.332 and Codex 0.171.0):
+- Claude Code defers MCP tools behind its ``ToolSearch`` tool (listed by name in the system
+  text, not in ``tools``) unless ENABLE_TOOL_SEARCH=false; the fake then first calls
+  ``ToolSearch`` with ``select:<names>`` (a main request that takes no turn).
+- Codex offers MCP tools as ``{"type": "namespace", "name": "mcp__<server>", "tools": [...]}``;
+  the fake calls them as ``{"type": "function_call", "namespace": "mcp__<server>", "name":
+  "<tool>"}``. With a model whose metadata says ``tool_mode = code_mode_only`` (all the bundled
+  OpenAI models) Codex offers no function per MCP tool, only a JavaScript ``exec`` tool (in an
+  ``additional_tools`` input item): script ``Code`` turns for that.
+
 Every request is recorded (``server.requests``: method, path, headers, parsed JSON body) so a test
 can assert on exactly what the host sent its model; ``tool_results()`` pulls the tool results out
 of either wire.
