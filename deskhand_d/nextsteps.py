@@ -2,8 +2,9 @@
 
 Every refusal says what to do next, and the same step has a different name for each reader: a
 person at ``deskhandctl`` types ``deskhandctl observe Calculator``, the model behind the pi
-extension calls its tool ``cua_get_app_state``, an agent speaking the protocol sends the
-``get_app_state`` op. Naming another client's tool (or the backend's, such as ``tool_search``)
+extension calls its tool ``cua_get_app_state``, a model in an MCP host (``deskhandctl mcp``)
+calls the tool ``get_app_state`` and has no turn to begin, an agent speaking the protocol sends
+the ``get_app_state`` op. Naming another client's tool (or the backend's, such as ``tool_search``)
 sends the reader looking for something they do not have, and a mode or turn command of another
 client would even act on another session. :func:`for_client` picks the vocabulary from the
 ``hello``'s client kind.
@@ -18,14 +19,15 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-Vocabulary = Literal["cli", "pi", "protocol"]
+Vocabulary = Literal["cli", "pi", "mcp", "protocol"]
 
 
 @dataclass(frozen=True, slots=True)
 class Words:
     """The names of the steps a message may suggest. ``session`` is, for the CLI, the
     ``--session NAME`` option a command must repeat to reach the same daemon session (empty
-    for the CLI's default session)."""
+    for the CLI's default session); for an MCP host, its session's name, which the person
+    gives ``deskhandctl`` to act on that session from a terminal."""
 
     vocabulary: Vocabulary = "protocol"
     session: str = ""
@@ -55,6 +57,12 @@ class Words:
             return f"start one with {self._ctl('turn begin')}"
         if self.vocabulary == "pi":
             return "the person's next message starts one"
+        if self.vocabulary == "mcp":
+            # MCP has no turns: a host's session is one turn until the person begins another.
+            return (
+                "the next time this host starts Deskhand's MCP server, or at once after the "
+                f"person runs {self._ctl('turn begin')} in a terminal"
+            )
         return "send `turn_begin` to start one"
 
     def set_mode(self, mode: str) -> str:
@@ -63,6 +71,8 @@ class Words:
             return self._ctl(f"mode {mode}")
         if self.vocabulary == "pi":
             return f"/cua-mode {mode}"
+        if self.vocabulary == "mcp":
+            return f"the `mode_set` tool with mode {mode}"
         return f"`mode_set` with mode {mode}"
 
     def run(self) -> str:
@@ -121,6 +131,14 @@ class Words:
                 f"session, where Deskhand asks the person, or {console}; then try again{ahead} "
                 f"{allowlist}"
             )
+        if self.vocabulary == "mcp":
+            return (
+                "it needs the person's consent, and nobody was asked: this MCP host answered "
+                "Deskhand's question by itself (hosts do in runs nobody sits at, such as "
+                "`claude -p` and `codex exec`) or cannot show questions, and no console was "
+                f"open. This is not the person's no. The person can {console}{ahead}; then "
+                f"call the tool again {allowlist}"
+            )
         return (
             "it needs the person's consent, and this client said it cannot answer questions "
             f"and no console was open. The person can answer: {console}; then send the request "
@@ -134,6 +152,8 @@ class Words:
             return "the action commands (`deskhandctl click`, `type`, `press`, ...)"
         if self.vocabulary == "pi":
             return "the cua_ action tools"
+        if self.vocabulary == "mcp":
+            return "the action tools (`click`, `type_text`, ...)"
         return "the action ops (`click`, `type_text`, ...)"
 
     def act_under_handoff(self) -> str:
@@ -142,6 +162,8 @@ class Words:
             return "the action commands with --handoff TOKEN"
         if self.vocabulary == "pi":
             return "the cua_ action tools"
+        if self.vocabulary == "mcp":
+            return "the action tools with the handoff's token as `handoff`"
         return "the action ops with the handoff's token"
 
 
@@ -175,4 +197,6 @@ def for_client(kind: str, *, session: str = "", uid: int | None = None) -> Words
         return Words("cli", "" if session in ("", default) else session)
     if kind == "pi":
         return Words("pi")
+    if kind == "mcp":
+        return Words("mcp", session)
     return PROTOCOL

@@ -177,7 +177,7 @@ def client_name(ctx: RequestContext) -> str:
     return ctx.client.name if ctx.client else "?"
 
 
-AGENT_KINDS: frozenset[str] = frozenset({"agent", "pi"})
+AGENT_KINDS: frozenset[str] = frozenset({"agent", "pi", "mcp"})
 """The client kinds of the surfaces an agent is handed: the MCP facade (``deskhandctl mcp``)
 says ``agent``, the pi extension ``pi``. The kernel cannot tell two processes of one uid
 apart, so this rests on what the client declared: it keeps Deskhand's own agent surfaces

@@ -58,6 +58,7 @@ from deskhand_d.protocol import (
     ModeState,
     PerformSecondaryAction,
     PressKey,
+    QuestionPass,
     ResultBody,
     Scroll,
     SelectText,
@@ -194,6 +195,13 @@ async def answer(ctx: RequestContext, req: Answer) -> ResultBody:
     return Done(detail="answered" if by == "client" else "answered from the console")
 
 
+async def question_pass(ctx: RequestContext, req: QuestionPass) -> ResultBody:
+    passed = ctx.services.questions.pass_on(ctx.conn_id, req.question_id)
+    if passed == "no_console":
+        return Done(detail="no console was open: the question closed unanswered")
+    return Done(detail="the question waits for a console")
+
+
 async def apps_list(ctx: RequestContext, req: AppsList) -> ResultBody:
     native = ctx.services.native
     return AllowedApps(
@@ -286,6 +294,7 @@ HANDLERS: dict[type, Handler] = {
     Unlock: unlock,
     Cancel: cancel,
     Answer: answer,
+    QuestionPass: question_pass,
     AppsList: apps_list,
     AppsAdd: apps_add,
     GrantsList: grants_list,

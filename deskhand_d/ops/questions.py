@@ -11,9 +11,14 @@ grows whenever a question opens or closes, so a console can wait for the next ch
   with no console connected nobody is asked (:class:`~deskhand_d.errors.NoOneToAsk`), and the
   caller refuses.
 * **Who may answer.** The asking connection, or any console. The first answer counts; the
-  question is closed at once, so a later answer is told that it is no longer open. A client
-  of an agent's kind can never be a console, and the ``answer`` op refuses it another
-  connection's question (``not_for_agents``, :mod:`deskhand_d.ops.native`).
+  question is closed at once, so a later answer is told that it is no longer open, and how it
+  closed (the last few closed questions are remembered for that). A client of an agent's kind
+  can never be a console, and the ``answer`` op refuses it another connection's question
+  (``not_for_agents``, :mod:`deskhand_d.ops.native`).
+* **Passed on.** A client whose host answered a question by itself, with no person asked (an
+  agent host in a run nobody sits at), passes it (``question_pass``) instead of relaying that
+  answer: it then waits for a console like the questions of a client that cannot answer, or,
+  with no console open, closes at once and nobody is taken to have said anything.
 * **Closing.** Answered, expired (``deadline`` passed: :class:`~deskhand_d.errors.
   QuestionExpired`), or cancelled (the request ended, or the last console went away while only
   consoles could answer it). Either way the asking connection gets ``question_closed`` so a
@@ -40,9 +45,11 @@ from deskhand_d.protocol import (
 Choice = Literal["accept", "decline", "once", "always", "deny"]
 QuestionKind = Literal["backend_approval", "app_consent", "full_trace"]
 How = Literal["answered", "expired", "cancelled"]
+Passed = Literal["", "no_console"]
 By = Literal["client", "console", ""]
 APPROVAL_CHOICES: tuple[Choice, ...] = ("accept", "decline")
 CLOSED_NOTICE_S = 1.0  # how long a closing question may spend telling its asker so
+REMEMBERED_CLOSED = 64  # closed questions kept to tell a late answer how they closed
 
 
 class Asker(Protocol):
@@ -79,11 +86,13 @@ class _Open:
     how: How = "cancelled"
     by: By = ""
     choice: Choice | None = None
+    passed: bool = False  # the asking client's host answered for itself: consoles only
 
 
 class Questions:
     def __init__(self) -> None:
         self._open: dict[str, _Open] = {}
+        self._closed: dict[str, _Open] = {}  # the last REMEMBERED_CLOSED, oldest first
         self._consoles: set[int] = set()
         self.version = 0
         self._changed = trio.Event()
@@ -107,6 +116,9 @@ class Questions:
             return
         q.how, q.by = how, by
         q.closed.set()
+        self._closed[q.id] = q
+        if len(self._closed) > REMEMBERED_CLOSED:
+            del self._closed[next(iter(self._closed))]
         self._bump()
 
     async def ask(
@@ -166,6 +178,11 @@ class Questions:
                 f"nobody answered the question in {waited:g} s",
                 data={"app": app, "waited_s": waited},
             )
+        if q.choice is None and q.passed:
+            raise E.NoOneToAsk(
+                "the client's host answered the question by itself, and no console was open",
+                data={"app": app, "passed": True},
+            )
         if q.choice is None:
             raise E.NoOneToAsk("the last console that could answer went away", data={"app": app})
         return q.choice
@@ -178,13 +195,18 @@ class Questions:
 
     def answer(self, conn_id: int, question_id: str, choice: Choice) -> By:
         """Record an answer from connection ``conn_id``; who answered (``client`` or
-        ``console``). BadRequest when the question is not open or not this connection's."""
+        ``console``). BadRequest when the question is not open (saying how it closed, when
+        that is remembered) or is another connection's and this one is no console."""
         q = self._open.get(question_id)
-        if q is None or (q.conn_id != conn_id and conn_id not in self._consoles):
+        if q is None:
+            raise E.BadRequest(self._not_open(question_id))
+        if conn_id not in self._consoles and (q.conn_id != conn_id or q.passed):
             raise E.BadRequest(
-                "no open question with that id for this connection (it may have been answered, "
-                "expired or cancelled, or asked of another client; a console started with "
-                "`deskhandctl questions` may answer any)"
+                "that question was passed on to the consoles: only a console started with "
+                "`deskhandctl questions` may answer it now"
+                if q.conn_id == conn_id
+                else "that question was asked of another client; only a console started with "
+                "`deskhandctl questions` may answer any open question"
             )
         if choice not in q.choices:
             raise E.BadRequest(
@@ -194,6 +216,43 @@ class Questions:
         by: By = "client" if conn_id == q.conn_id else "console"
         self._close(q, "answered", by)
         return by
+
+    def pass_on(self, conn_id: int, question_id: str) -> Passed:
+        """The asking connection could not put ``question_id`` to the person. It waits for a
+        console from now on (``""``), or closes at once when none is open (``no_console``)."""
+        q = self._open.get(question_id)
+        if q is None or q.conn_id != conn_id:
+            raise E.BadRequest(
+                self._not_open(question_id)
+                if q is None
+                else "only the client a question was asked of may pass it on"
+            )
+        q.passed = True
+        if not self._consoles:
+            self._close(q, "cancelled")
+            return "no_console"
+        self._bump()  # consoles see the change (a console now is the only way to answer)
+        return ""
+
+    def _not_open(self, question_id: str) -> str:
+        """Why an answer to a question that is not open cannot count, as precisely as known."""
+        q = self._closed.get(question_id)
+        if q is None:
+            return (
+                "no open question has that id (it may have closed a while ago); "
+                "`deskhandctl questions` lists the open ones"
+            )
+        if q.how == "answered":
+            who = "the client that asked it" if q.by == "client" else "a console"
+            return f"that question was already answered ({q.choice}) by {who}"
+        if q.how == "expired":
+            return "that question expired unanswered; the request it was for was refused"
+        if q.passed:
+            return (
+                "that question closed unanswered: the asking client's host answered it by "
+                "itself and no console was open then, so its request was refused"
+            )
+        return "that question was withdrawn: the request it was for ended"
 
     # ----- consoles ---------------------------------------------------------------------------
 
@@ -215,7 +274,7 @@ class Questions:
             return
         self._consoles.discard(conn_id)
         if not self._consoles:
-            for q in [q for q in self._open.values() if not q.origin.can_answer]:
+            for q in [q for q in self._open.values() if q.passed or not q.origin.can_answer]:
                 self._close(q, "cancelled")
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-ClientKind = Literal["cli", "agent", "pi", "test", "other"]
+ClientKind = Literal["cli", "agent", "pi", "mcp", "test", "other"]
 
 
 class _Request(
@@ -109,6 +109,15 @@ class Answer(_Request, tag="answer", frozen=True):
 
     question_id: Annotated[str, msgspec.Meta(max_length=100)]
     choice: Literal["accept", "decline", "once", "always", "deny"]
+
+
+class QuestionPass(_Request, tag="question_pass", frozen=True):
+    """This connection could not put one of its questions to the person: its host answered
+    for itself (as agent hosts do in runs with nobody at them) or had no way to show it.
+    Nobody's answer is recorded: the question waits for a console (``deskhandctl
+    questions``), or, with none open, closes and the request is refused as asked of nobody."""
+
+    question_id: Annotated[str, msgspec.Meta(max_length=100)]
 
 
 class QuestionsWatch(_Request, tag="questions_watch", frozen=True):
@@ -271,6 +280,7 @@ Request = (
     | Unlock
     | Cancel
     | Answer
+    | QuestionPass
     | QuestionsWatch
     | AppsList
     | AppsAdd
@@ -300,6 +310,7 @@ __all__ = [
     "Cancel",
     "Click",
     "ClientInfo",
+    "ClientKind",
     "Doctor",
     "Drag",
     "ElementIndex",
@@ -316,6 +327,7 @@ __all__ = [
     "PerformSecondaryAction",
     "Ping",
     "PressKey",
+    "QuestionPass",
     "QuestionsWatch",
     "Request",
     "Run",

@@ -50,6 +50,7 @@ from deskhand_d.protocol import (
     PROTOCOL_VERSION,
     Answer,
     ClientInfo,
+    ClientKind,
     Codec,
     EventBody,
     Hello,
@@ -196,13 +197,18 @@ class FakeClient:
         return pending
 
     async def hello(
-        self, session: str = "", *, answers: bool = False, name: str = "test"
+        self,
+        session: str = "",
+        *,
+        answers: bool = False,
+        name: str = "test",
+        kind: ClientKind = "test",
     ) -> ResultBody:
         return await self.call(
             Hello(
                 id=self.next_id(),
                 protocol=PROTOCOL_VERSION,
-                client=ClientInfo(name=name, kind="test"),
+                client=ClientInfo(name=name, kind=kind),
                 can_answer_questions=answers,
                 session=session,
             )
@@ -271,10 +277,11 @@ class Desk:
         answers: bool = False,
         answer: Answerer | None = None,
         name: str = "test",
+        kind: ClientKind = "test",
     ) -> FakeClient:
         """A connection that said hello for ``session``; ``answer`` implies ``answers``."""
         c = self.connect(answer=answer)
-        await c.hello(session, answers=answers or answer is not None, name=name)
+        await c.hello(session, answers=answers or answer is not None, name=name, kind=kind)
         return c
 
 

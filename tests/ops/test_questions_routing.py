@@ -32,6 +32,7 @@ from deskhand_d.protocol import (
     Observation,
     QuestionClosed,
     QuestionList,
+    QuestionPass,
     QuestionsWatch,
 )
 
@@ -325,3 +326,92 @@ async def test_the_watch_waits_for_a_change_or_its_time(mock_clock: trio.testing
             assert (await watch(console, after=start.version, wait_s=60)).version == listed.version
             await answer(console, listed.questions[0].id, "deny")
             await refused(asked, "consent_denied")
+
+
+# ----- a host that answers for itself ----------------------------------------------------------
+
+
+async def pass_on(c: FakeClient, qid: str) -> Done:
+    done = await c.call(QuestionPass(id=c.next_id(), question_id=qid))
+    assert isinstance(done, Done)
+    return done
+
+
+async def test_a_question_the_host_answered_itself_waits_for_a_console() -> None:
+    """An MCP host in a run nobody sits at answers Deskhand's question on its own; the facade
+    passes the question on instead of relaying that answer, and the console's answer counts."""
+    async with consent_desk() as desk:
+        host = await desk.client("claude-code-1", answers=True, name="claude-code", kind="mcp")
+        console = await desk.client("console", answers=True)
+        start = await watch(console)
+        async with trio.open_nursery() as nursery:
+            pending = host.start(nursery, GetAppState(id=host.next_id(), app="Calculator"))
+            question = await host.question()
+            opened = await next_list(console, start.version)
+            assert [q.id for q in opened.questions] == [question.id]
+            assert (await pass_on(host, question.id)).detail == "the question waits for a console"
+            [still] = (await watch(console)).questions
+            assert still.id == question.id  # open, now for the console alone
+            with pytest.raises(DeskhandError) as again:
+                await host.answer_question(question, "deny")  # a host's later "no" is too late
+            assert again.value.code == "bad_request"
+            await answer(console, question.id, "once")
+            assert isinstance(await pending.wait(), Observation)
+        assert closings(host) == [QuestionClosed(id=question.id, how="answered", by="console")]
+
+
+async def test_a_passed_question_with_no_console_is_refused_as_asked_of_nobody() -> None:
+    """With no console open, a passed question closes at once and the refusal says that nobody
+    was asked, in the MCP host's words: no turn_begin (not an MCP tool), no "said no", and the
+    ways the person has (a console, an 'always' answered at a terminal)."""
+    async with consent_desk() as desk:
+        host = await desk.client("claude-code-1", answers=True, name="claude-code", kind="mcp")
+        async with trio.open_nursery() as nursery:
+            pending = host.start(nursery, GetAppState(id=host.next_id(), app="Calculator"))
+            question = await host.question()
+            done = await pass_on(host, question.id)
+            assert done.detail == "no console was open: the question closed unanswered"
+            err = await refused(pending, "consent_denied")
+        assert (err.data["reason"], err.delivery) == ("no_one_to_ask", "refused")
+        text = err.message
+        assert "nobody was asked" in text and "not the person's no" in text
+        assert "`deskhandctl questions`" in text and "'always'" in text
+        assert "said no" not in text and "turn_begin" not in text
+        assert desk.calls("get_app_state") == []
+        with pytest.raises(DeskhandError) as late:
+            await host.answer_question(question, "once")
+        assert late.value.code == "bad_request"
+        assert "closed unanswered" in late.value.message
+
+
+async def test_only_the_asker_may_pass_its_question_on() -> None:
+    async with consent_desk() as desk:
+        host = await desk.client("h", answers=True, kind="mcp")
+        console = await desk.client("console", answers=True)
+        await watch(console)
+        async with trio.open_nursery() as nursery:
+            pending = host.start(nursery, GetAppState(id=host.next_id(), app="Calculator"))
+            question = await host.question()
+            with pytest.raises(DeskhandError) as info:
+                await pass_on(console, question.id)
+            assert info.value.code == "bad_request"
+            await host.answer_question(question, "once")
+            assert isinstance(await pending.wait(), Observation)
+
+
+async def test_a_late_answer_is_told_how_the_question_closed() -> None:
+    """The asker answers after a console did: told who answered and what, not a bare "no such
+    question"."""
+    async with consent_desk() as desk:
+        agent = await desk.client("agent", answers=True)
+        console = await desk.client("console", answers=True)
+        start = await watch(console)
+        async with trio.open_nursery() as nursery:
+            pending = agent.start(nursery, GetAppState(id=agent.next_id(), app="Calculator"))
+            question = await agent.question()
+            await next_list(console, start.version)
+            await answer(console, question.id, "deny")
+            with pytest.raises(DeskhandError) as late:
+                await agent.answer_question(question, "once")
+            await refused(pending, "consent_denied")
+        assert late.value.message == "that question was already answered (deny) by a console"

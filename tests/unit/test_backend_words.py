@@ -178,6 +178,16 @@ def test_vocabularies_name_their_own_steps() -> None:
     assert for_client("cli", session="work", uid=1000) == Words("cli", "work")
     assert for_client("pi", session="anything") == PI
     assert for_client("agent") == for_client("test") == PROTOCOL
+    # An MCP host's model has tools, not ops, and no turn to begin: the person begins one for
+    # the host's session from a terminal.
+    mcp = for_client("mcp", session="claude-code-41-1")
+    assert mcp == Words("mcp", "claude-code-41-1")
+    assert "turn_begin" not in mcp.new_turn()
+    assert "`deskhandctl --session claude-code-41-1 turn begin`" in mcp.new_turn()
+    assert mcp.set_mode("jev") == "the `mode_set` tool with mode jev"
+    cannot = mcp.cannot_ask("Calculator", always=True)
+    assert "nobody was asked" in cannot and "`deskhandctl questions`" in cannot
+    assert "turn_begin" not in cannot and "can_answer_questions" not in cannot
 
 
 # ----- the screenshot's size -------------------------------------------------------------------

@@ -114,7 +114,7 @@ export interface Click {
 }
 
 export interface ClientInfo {
-	kind?: "agent" | "cli" | "other" | "pi" | "test";
+	kind?: "agent" | "cli" | "mcp" | "other" | "pi" | "test";
 	name: string;
 	version?: string;
 }
@@ -491,6 +491,18 @@ export interface QuestionList {
 }
 
 /**
+ * This connection could not put one of its questions to the person: its host answered
+ * for itself (as agent hosts do in runs with nobody at them) or had no way to show it.
+ * Nobody's answer is recorded: the question waits for a console (`deskhandctl
+ * questions`), or, with none open, closes and the request is refused as asked of nobody.
+ */
+export interface QuestionPass {
+	id: number;
+	op: "question_pass";
+	question_id: string;
+}
+
+/**
  * List the questions waiting for the person, from every client, and wait for a change.
  *
  * Replies at once when the daemon's question `version` differs from `after`; otherwise
@@ -696,10 +708,10 @@ export interface Welcome {
 	session_name?: string;
 }
 
-export type ClientToDaemon = Hello | Status | Ping | Shutdown | Doctor | TurnBegin | TurnEnd | SessionClose | ModeGet | ModeSet | Stop | Unlock | Cancel | Answer | QuestionsWatch | AppsList | AppsAdd | GrantsList | GrantsRevoke | GrantsRestore | Run | ListApps | GetAppState | LaunchApp | Click | Drag | PerformSecondaryAction | PressKey | Scroll | SelectText | SetValue | TypeText;
+export type ClientToDaemon = Hello | Status | Ping | Shutdown | Doctor | TurnBegin | TurnEnd | SessionClose | ModeGet | ModeSet | Stop | Unlock | Cancel | Answer | QuestionPass | QuestionsWatch | AppsList | AppsAdd | GrantsList | GrantsRevoke | GrantsRestore | Run | ListApps | GetAppState | LaunchApp | Click | Drag | PerformSecondaryAction | PressKey | Scroll | SelectText | SetValue | TypeText;
 
 /** Every `op` value of ClientToDaemon. */
-export type ClientToDaemonOp = "answer" | "apps_add" | "apps_list" | "cancel" | "click" | "doctor" | "drag" | "get_app_state" | "grants_list" | "grants_restore" | "grants_revoke" | "hello" | "launch_app" | "list_apps" | "mode_get" | "mode_set" | "perform_secondary_action" | "ping" | "press_key" | "questions_watch" | "run" | "scroll" | "select_text" | "session_close" | "set_value" | "shutdown" | "status" | "stop" | "turn_begin" | "turn_end" | "type_text" | "unlock";
+export type ClientToDaemonOp = "answer" | "apps_add" | "apps_list" | "cancel" | "click" | "doctor" | "drag" | "get_app_state" | "grants_list" | "grants_restore" | "grants_revoke" | "hello" | "launch_app" | "list_apps" | "mode_get" | "mode_set" | "perform_secondary_action" | "ping" | "press_key" | "question_pass" | "questions_watch" | "run" | "scroll" | "select_text" | "session_close" | "set_value" | "shutdown" | "status" | "stop" | "turn_begin" | "turn_end" | "type_text" | "unlock";
 
 export type DaemonToClient = Result | ErrorReply | EventReply;
 
