@@ -179,3 +179,12 @@ def test_quoted_untrusted_text() -> None:
     assert render.quoted("a\r\nb\u202ec\u2028d") == "  > a\n  > b\\u202ec\n  > d"
     assert render.quoted("x" * 10, limit=4) == "  > xxxx\n  (and 6 more characters, not shown)"
     assert render.printable("tab\tok, bell\x07, csi\x9b") == "tab\tok, bell\\x07, csi\\x9b"
+
+
+def test_an_action_shows_the_handoff_steps_the_daemon_states() -> None:
+    done = {"kind": "action", "text": "t", "delivery": "dispatched", "ok": True}
+    assert "handoff" not in render.action(done)  # native mode: the daemon states none
+    assert render.action({**done, "handoff_steps_left": 2}).endswith(
+        "handoff: 2 native step(s) left"
+    )
+    assert render.action({**done, "handoff_steps_left": 0}).endswith("handoff: used up")

@@ -203,7 +203,8 @@ def observation(result: dict[str, Any], screenshot_note: str | None) -> str:
 
 def action(result: dict[str, Any], screenshot_note: str | None = None) -> str:
     """An ``action`` result: the backend's text, what became of the screenshot (only when
-    ``--screenshot`` asked for it), how it was delivered, the new state id."""
+    ``--screenshot`` asked for it), how it was delivered, the new state id, and in jev mode the
+    steps the planner's handoff has left (as the daemon counts them)."""
     lines = [printable(str(result.get("text", ""))).rstrip("\n")]
     if screenshot_note:
         lines.append(f"screenshot: {screenshot_note}")
@@ -215,6 +216,9 @@ def action(result: dict[str, Any], screenshot_note: str | None = None) -> str:
         lines.append(f"approval: {printable(str(result['approval_reason']))}")
     if result.get("state_id"):
         lines.append(_state_line(result["state_id"]))
+    steps = result.get("handoff_steps_left")
+    if isinstance(steps, int) and not isinstance(steps, bool):
+        lines.append(f"handoff: {steps} native step(s) left" if steps else "handoff: used up")
     return "\n".join(lines)
 
 
