@@ -5,7 +5,7 @@ so the Structs stay the one source of truth. Two outputs:
 
 * ``docs/protocol.schema.json`` (the default): the whole client protocol;
 * ``--mcp-tools [PATH]``: the input schemas of the MCP facade's tools
-  (``clients/deskhandctl/mcpschemas.json``), read by ``deskhandctl mcp`` at run time, which
+  (``clients/deskhandctl/facade/mcpschemas.json``), read by ``deskhandctl mcp`` at run time, which
   must not import msgspec. A test fails when either file differs from a fresh generation.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 from deskhand_d.protocol import requests as rq
 from deskhand_d.protocol import schema
 
-MCP_TOOLS_PATH = Path("clients/deskhandctl/mcpschemas.json")
+MCP_TOOLS_PATH = Path("clients/deskhandctl/facade/mcpschemas.json")
 
 # The facade's tools and the request Struct each one sends (the tool name is the op name).
 MCP_TOOL_STRUCTS: dict[str, type[Any]] = {

@@ -42,6 +42,7 @@ def test_wheel_contents(dist: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "deskhand_d/__main__.py" in names
     assert "deskhandctl/__main__.py" in names
+    assert "deskhandctl/facade/mcpschemas.json" in names  # read by deskhandctl mcp at run time
     assert not any(n.startswith("tests/") for n in names)
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry).decode()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deskhandctl.__main__ import main
 from deskhandctl.setup import service
 from deskhandctl.setup import units as _units
 from launchd_check import problems
@@ -37,6 +38,11 @@ from deskhand_d import paths
 REPO = Path(__file__).resolve().parents[1]
 CATALOG = REPO / "fixtures" / "plist" / "catalog.xml"
 HEADER = re.compile(r"^=== would (write|remove|create directory) (.+?)(?: \(mode (\d+)\))? ===$")
+
+
+def service_cli(*words: str) -> int:
+    """``deskhandctl service WORDS...`` in this process, through the CLI's one parser."""
+    return main(["service", *words])
 
 
 def _tool(name: str, package: str) -> str:
@@ -439,7 +445,7 @@ def test_linux_dry_run_prints_units_and_changes_nothing(
 ) -> None:
     """install --dry-run on Linux prints both units in full and the commands, writing nothing."""
     before = box.snapshot()
-    assert service.main(["install", "--dry-run", "--platform", "linux"]) == 0
+    assert service_cli("install", "--dry-run", "--platform", "linux") == 0
     out = capsys.readouterr().out
     assert box.snapshot() == before
     unit_dir = box.config / "systemd" / "user"
@@ -464,7 +470,7 @@ def test_macos_dry_run_prints_plist_and_changes_nothing(
 ) -> None:
     """install --dry-run --platform macos prints the rendered plist and launchctl commands."""
     before = box.snapshot()
-    assert service.main(["install", "--dry-run", "--platform", "macos"]) == 0
+    assert service_cli("install", "--dry-run", "--platform", "macos") == 0
     out = capsys.readouterr().out
     assert box.snapshot() == before
     plist = box.home / "Library" / "LaunchAgents" / "dev.deskhand.daemon.plist"
@@ -556,7 +562,7 @@ def test_macos_install_refuses_a_socket_path_too_long(
     monkeypatch.setenv("HOME", str(long_home))
     monkeypatch.delenv("TMPDIR")
     before = box.snapshot()
-    assert service.main(["install", "--platform", "macos"]) == 1
+    assert service_cli("install", "--platform", "macos") == 1
     err = capsys.readouterr().err
     assert "socket_path_too_long" in err and "at most 103" in err
     assert box.snapshot() == before and box.calls() == []
@@ -581,7 +587,7 @@ def test_install_without_systemctl_writes_nothing_and_explains(
 ) -> None:
     """No systemctl on PATH: exit 69, no file or directory made, on-demand start named."""
     before = box.snapshot()
-    assert service.main(["install", "--platform", "linux"]) == service.NO_MANAGER == 69
+    assert service_cli("install", "--platform", "linux") == service.NO_MANAGER == 69
     out, err = capsys.readouterr()
     assert box.snapshot() == before
     assert out == ""
@@ -591,7 +597,7 @@ def test_install_without_systemctl_writes_nothing_and_explains(
     assert "enable --now" not in err  # no command that cannot work here
     assert "earlier installation" not in err
 
-    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert service_cli("uninstall", "--platform", "linux") == 0
     assert "nothing to remove" in capsys.readouterr().out
 
 
@@ -601,7 +607,7 @@ def test_install_when_the_user_manager_does_not_answer(
     """systemctl present but no user bus: the bus error is quoted and nothing is written."""
     box.fake("systemctl", 'echo "Failed to connect to bus: No medium found" >&2; exit 1')
     before = box.snapshot()
-    assert service.main(["install", "--platform", "linux"]) == 69
+    assert service_cli("install", "--platform", "linux") == 69
     err = capsys.readouterr().err
     assert (
         "the service manager cannot be reached ('systemctl --user show-environment' failed: "
@@ -617,7 +623,7 @@ def test_install_without_a_manager_keeps_an_earlier_installation(
     """Units from an earlier install are neither rewritten nor removed; the message names them."""
     box.fake("systemctl", "exit 1")
     unit, sock = write_units(box.config / "systemd" / "user", "[Unit]\n# older\n")
-    assert service.main(["install", "--platform", "linux"]) == 69
+    assert service_cli("install", "--platform", "linux") == 69
     err = capsys.readouterr().err
     assert unit.read_text() == "[Unit]\n# older\n" and sock.is_file()
     assert f"left as they were: {unit}, {sock}. 'deskhandctl service uninstall' removes" in err
@@ -633,7 +639,7 @@ def test_uninstall_without_a_manager_removes_the_files_and_says_so(
     wants = unit_dir / "sockets.target.wants" / "deskhand.socket"
     wants.parent.mkdir()
     wants.symlink_to(sock)
-    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert service_cli("uninstall", "--platform", "linux") == 0
     out, err = capsys.readouterr()
     assert list(unit_dir.rglob("deskhand*")) == []
     assert not os.path.lexists(wants)
@@ -651,7 +657,7 @@ def test_macos_install_without_a_gui_session_writes_nothing(
     """No GUI domain (ssh into a Mac): no plist, no log or socket directory, exit 69."""
     box.fake("launchctl", 'echo "Could not find domain for port identifier" >&2; exit 113')
     before = box.snapshot()
-    assert service.main(["install", "--platform", "macos"]) == 69
+    assert service_cli("install", "--platform", "macos") == 69
     err = capsys.readouterr().err
     assert box.snapshot() == before | {"calls.log"}
     assert "Could not find domain for port identifier" in err
@@ -664,7 +670,7 @@ def test_install_and_uninstall_drive_systemctl(
 ) -> None:
     """With a working systemctl, install enables the socket and uninstall disables and cleans up."""
     box.fake("systemctl", "exit 0")
-    assert service.main(["install", "--platform", "linux"]) == 0
+    assert service_cli("install", "--platform", "linux") == 0
     out = capsys.readouterr().out
     assert box.calls() == [
         "systemctl --user show-environment",
@@ -677,7 +683,7 @@ def test_install_and_uninstall_drive_systemctl(
     wants.parent.mkdir()
     wants.symlink_to(unit_dir / "deskhand.socket")  # what a real `enable` leaves behind
 
-    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert service_cli("uninstall", "--platform", "linux") == 0
     assert box.calls()[3:] == [
         "systemctl --user show-environment",
         "systemctl --user disable --now deskhand.socket deskhand.service",
@@ -685,7 +691,7 @@ def test_install_and_uninstall_drive_systemctl(
     ]
     assert not os.path.lexists(wants)
     assert list(unit_dir.rglob("deskhand*")) == []
-    assert service.main(["uninstall", "--platform", "linux"]) == 0
+    assert service_cli("uninstall", "--platform", "linux") == 0
     assert "nothing to remove" in capsys.readouterr().out
 
 
@@ -694,7 +700,7 @@ def test_failed_enable_exits_nonzero_with_the_next_steps(
 ) -> None:
     """A failing `enable --now` is reported with its message and the command to retry."""
     box.fake("systemctl", 'case "$*" in *enable*) echo "Failed to enable: boom" >&2; exit 1;; esac')
-    assert service.main(["install", "--platform", "linux"]) == 1
+    assert service_cli("install", "--platform", "linux") == 1
     out, err = capsys.readouterr()
     assert "Failed to enable: boom" in err
     assert (
@@ -714,7 +720,7 @@ def test_failed_disable_names_commands_that_still_apply(
     )
     unit_dir = box.config / "systemd" / "user"
     write_units(unit_dir, _units.render_service(service.daemon_command()))
-    assert service.main(["uninstall", "--platform", "linux"]) == 1
+    assert service_cli("uninstall", "--platform", "linux") == 1
     out, err = capsys.readouterr()
     assert list(unit_dir.rglob("deskhand*")) == []
     assert "Failed to disable: boom" in err
@@ -738,7 +744,7 @@ def test_install_reports_an_unwritable_unit_directory(
     """When the unit directory cannot be created, install exits 1 and runs no command."""
     box.fake("systemctl", "exit 0")
     (box.config / "systemd").write_text("a file where a directory should be")
-    assert service.main(["install", "--platform", "linux"]) == 1
+    assert service_cli("install", "--platform", "linux") == 1
     assert "install failed" in capsys.readouterr().err
     assert box.calls() == ["systemctl --user show-environment"]
 
@@ -749,7 +755,7 @@ def test_socket_override_is_pointed_out(
     """A DESKHAND_SOCKET that differs from the service's socket gets a note after install."""
     box.fake("systemctl", "exit 0")
     monkeypatch.setenv("DESKHAND_SOCKET", "/elsewhere/deskhand.sock")
-    assert service.main(["install", "--platform", "linux"]) == 0
+    assert service_cli("install", "--platform", "linux") == 0
     assert "DESKHAND_SOCKET is set to /elsewhere/deskhand.sock" in capsys.readouterr().err
 
 
@@ -765,7 +771,7 @@ def test_macos_install_and_uninstall_drive_launchctl(
         'echo "Bootstrap failed: 5: Input/output error" >&2; exit 5; };; esac\n'
         + _PRINTS_JOB.format(runs=1),
     )
-    assert service.main(["install", "--platform", "macos"]) == 0
+    assert service_cli("install", "--platform", "macos") == 0
     out = capsys.readouterr().out
     uid = os.getuid()
     plist = box.home / "Library" / "LaunchAgents" / "dev.deskhand.daemon.plist"
@@ -789,7 +795,7 @@ def test_macos_install_and_uninstall_drive_launchctl(
     assert f"Logs: {logs / 'deskhand-d.log'}" in out
     assert "Input/output error); retrying" in out
 
-    assert service.main(["uninstall", "--platform", "macos"]) == 0
+    assert service_cli("uninstall", "--platform", "macos") == 0
     assert box.calls()[6:] == [
         f"launchctl print gui/{uid}",
         f"launchctl bootout gui/{uid}/dev.deskhand.daemon",
@@ -883,7 +889,7 @@ def test_macos_install_explains_eio_from_a_background_item_switched_off(
         "launchctl",
         'case "$1" in bootstrap) echo "Bootstrap failed: 5: Input/output error" >&2; exit 5;; esac',
     )
-    assert service.main(["install", "--platform", "macos"]) == 1
+    assert service_cli("install", "--platform", "macos") == 1
     out, err = capsys.readouterr()
     assert "background_not_allowed: launchd kept refusing to load the agent (EIO)" in err
     assert "General → Login Items" in err and "Allow in the Background" in err
@@ -898,7 +904,7 @@ def test_macos_install_explains_an_agent_launchd_never_started(
     monkeypatch.setattr(service, "RUN_CHECK_S", 0.0)
     monkeypatch.setattr(service, "RUN_CHECK_PAUSE_S", 0.0)
     box.fake("launchctl", _PRINTS_JOB.format(runs=0))
-    assert service.main(["install", "--platform", "macos"]) == 1
+    assert service_cli("install", "--platform", "macos") == 1
     out, err = capsys.readouterr()
     uid = os.getuid()
     assert box.calls()[-1] == f"launchctl print gui/{uid}/dev.deskhand.daemon"
@@ -911,18 +917,31 @@ def test_unknown_platform_is_a_usage_error(
 ) -> None:
     """On an OS with neither systemd nor launchd, install refuses with exit status 2."""
     monkeypatch.setattr(sys, "platform", "freebsd14")
-    assert service.main(["install", "--dry-run"]) == 2
+    assert service_cli("install", "--dry-run") == 2
     assert "--platform" in capsys.readouterr().err
 
 
 def test_help_and_usage_errors_return_instead_of_exiting(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """main() returns 0 for --help and 2 for a bad action, so the dispatcher keeps control."""
-    assert service.main(["--help"]) == 0
-    assert "install" in capsys.readouterr().out
-    assert service.main(["reinstall"]) == 2
-    assert "invalid choice" in capsys.readouterr().err
+    """--help (of service and of its actions) returns 0 and a bad or missing action 2, with
+    the usage of the command concerned, so the dispatcher keeps control."""
+    assert service_cli("--help") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: deskhandctl service")
+    assert "install" in out and "uninstall" in out and "service manager" in out
+    assert service_cli("install", "--help") == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: deskhandctl service install")
+    assert "--dry-run" in out and "--platform {linux,macos}" in out
+    assert service_cli("reinstall") == 2
+    assert "invalid choice: 'reinstall'" in capsys.readouterr().err
+    assert service_cli() == 2
+    assert "deskhandctl service: error:" in capsys.readouterr().err
+    assert service_cli("install", "--platform", "windows") == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: deskhandctl service install")
+    assert "invalid choice: 'windows'" in err
 
 
 @pytest.mark.skipif(

@@ -17,7 +17,7 @@ Layout, by role:
   ``usage``), running a command (``commands`` and one module per command that is more than a
   request), and what a person reads (``render``, ``deskview``, ``events``, ``person``).
 * :mod:`deskhandctl.facade`: ``deskhandctl mcp``, the MCP server on stdio (``server``,
-  ``core``, ``tools``, ``link``); its input schemas are ``mcpschemas.json`` at the package root.
+  ``core``, ``tools``, ``link``); its input schemas are ``facade/mcpschemas.json``.
 * :mod:`deskhandctl.setup`: installing Deskhand into the computer: the user service
   (``service``, ``units``), an agent host's MCP entry (``mcpconfig``), and the owner-only file
   writer they share with ``observe --screenshot`` (``filewrite``).

@@ -5,8 +5,8 @@ handler, imported only now), the connection for the one command, and the single 
 failures become exit codes (:mod:`deskhandctl.exitcodes`). The command line is read by
 :mod:`deskhandctl.cli.parser`; what each daemon command sends and prints is in
 :mod:`deskhandctl.cli.commands`. Start-up cost matters here, so the connection and output modules
-are imported only once the command line is known to need them, and ``service`` and autostart
-load their heavier modules themselves.
+are imported only once the command line is known to need them, and ``service``, ``mcp`` and
+autostart load their heavier modules themselves.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else USAGE
     command = leaf(args.command)
     handler = _handler(command)
-    if command.offline or command.passthrough:  # they report their own failures
+    if command.own_errors:  # offline commands and mcp report their own failures
         return int(handler(args))
     try:
         if command.standalone:  # the person's console: a loop, not one request

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from deskhandctl.__main__ import main
-from deskhandctl.cli.grammar import APPS_HINT
+from deskhandctl.cli.grammar import APPS_HINT, Args
 from deskhandctl.cli.parser import parse, parse_fast
 from deskhandctl.cli.usage import build, parse_slow
 from hypothesis import given, settings
@@ -16,6 +16,18 @@ WORDS = [
     "shutdown",
     "service",
     "install",
+    "uninstall",
+    "--platform",
+    "linux",
+    "mcp",
+    "config",
+    "--host",
+    "codex",
+    "claude-desktop",
+    "--scope",
+    "project",
+    "--write",
+    "--name",
     "--json",
     "--no-autostart",
     "--socket",
@@ -192,9 +204,34 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
         (["status", "--no-autostart"], {"command": "status", "no_autostart": True}),
         (
             ["service", "install", "--dry-run"],
-            {"command": "service", "rest": ["install", "--dry-run"]},
+            {"command": "service install", "params": {"dry_run": True, "platform": None}},
         ),
-        (["--json", "service", "--help"], {"command": "service", "json": True, "rest": ["--help"]}),
+        (
+            ["--json", "service", "uninstall", "--platform=macos"],
+            {
+                "command": "service uninstall",
+                "json": True,
+                "params": {"dry_run": None, "platform": "macos"},
+            },
+        ),
+        (["mcp"], {"command": "mcp"}),
+        (
+            ["--socket", "/s", "mcp", "--no-autostart"],
+            {"command": "mcp", "socket": "/s", "no_autostart": True},
+        ),
+        (
+            ["mcp", "config", "--host", "codex", "--write", "--name=desk-1"],
+            {
+                "command": "mcp config",
+                "params": {
+                    "host": "codex",
+                    "scope": None,
+                    "name": "desk-1",
+                    "write": True,
+                    "platform": None,
+                },
+            },
+        ),
     ],
 )
 def test_fast_parser_reads_common_command_lines(
@@ -208,7 +245,6 @@ def test_fast_parser_reads_common_command_lines(
         "no_autostart": False,
         "session": None,
         "params": {},
-        "rest": [],
     }
     fast = parse_fast(argv)
     assert fast is not None
@@ -270,6 +306,15 @@ def test_fast_parser_never_disagrees_with_argparse(argv: list[str]) -> None:
         ["turn"],
         ["turn", "pause"],
         ["launch"],
+        ["service"],
+        ["service", "reinstall"],
+        ["service", "install", "--platform", "windows"],
+        ["mcp", "serve"],
+        ["mcp", "--bogus"],
+        ["mcp", "config"],
+        ["mcp", "config", "--host", "zed"],
+        ["mcp", "config", "--host", "claude-desktop", "--scope", "project"],
+        ["mcp", "config", "--host", "codex", "--name", "x" * 65],
     ],
 )
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -352,7 +397,21 @@ def test_help_lists_commands_and_exit_codes(capsys: pytest.CaptureFixture[str]) 
 
 
 @pytest.mark.parametrize(
-    "command", ["observe", "click", "select-text", "drag", "apps add", "turn end", "mode"]
+    "command",
+    [
+        "observe",
+        "click",
+        "select-text",
+        "drag",
+        "apps add",
+        "turn end",
+        "mode",
+        "service",
+        "service install",
+        "service uninstall",
+        "mcp",
+        "mcp config",
+    ],
 )
 def test_command_help_shows_its_arguments(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     """Each command's --help lists its own arguments and the global options."""
@@ -390,14 +449,68 @@ def test_parse_raises_system_exit_for_help() -> None:
     assert info.value.code == 0
 
 
-def test_service_arguments_are_passed_through(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Everything after 'service' goes, untouched, to deskhandctl.setup.service.main."""
-    calls: list[list[str]] = []
+def test_mcp_help_says_what_it_serves_and_how(capsys: pytest.CaptureFixture[str]) -> None:
+    """``mcp --help`` is built from the table: it names the config action, says each host
+    connection is a daemon session of its own, that questions go to the host as forms, and
+    when the daemon is started."""
+    assert main(["mcp", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("usage: deskhandctl mcp")
+    assert "[ACTION] ..." in out and "config" in out
+    assert "each connection it makes is a daemon session of its own" in out
+    assert "as a form" in out and "refused otherwise" in out
+    assert "--no-autostart" in out and "DESKHAND_NO_AUTOSTART=1" in out
+    assert "docs/mcp.md" in out
 
-    def fake_main(argv: list[str]) -> int:
-        calls.append(argv)
+
+@pytest.mark.parametrize(
+    ("argv", "handler", "expected"),
+    [
+        (
+            ["service", "install", "--dry-run", "--json"],
+            "deskhandctl.setup.service.install",
+            {"dry_run": True, "platform": None},
+        ),
+        (
+            ["service", "uninstall", "--platform", "linux"],
+            "deskhandctl.setup.service.uninstall",
+            {"dry_run": None, "platform": "linux"},
+        ),
+        (
+            ["mcp", "config", "--host", "vscode", "--scope", "project"],
+            "deskhandctl.setup.mcpconfig.configure",
+            {"host": "vscode", "scope": "project", "name": None, "write": None, "platform": None},
+        ),
+    ],
+)
+def test_service_and_mcp_config_handlers_get_the_parsed_arguments(
+    argv: list[str], handler: str, expected: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """service and mcp config are entries of the one table: their handler gets Args, and what
+    it returns is the exit code."""
+    calls: list[dict[str, object]] = []
+
+    def fake(args: Args) -> int:
+        calls.append(args.params)
         return 5
 
-    monkeypatch.setattr("deskhandctl.setup.service.main", fake_main)
-    assert main(["service", "install", "--dry-run", "--json"]) == 5
-    assert calls == [["install", "--dry-run", "--json"]]
+    monkeypatch.setattr(handler, fake)
+    assert main(argv) == 5
+    assert calls == [expected]
+
+
+def test_mcp_alone_runs_its_handler_with_the_global_options(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``mcp`` without an action serves: its handler gets --socket and --no-autostart, given
+    before or after the command."""
+    calls: list[tuple[str, str | None, bool]] = []
+
+    def fake(args: Args) -> int:
+        calls.append((args.command, args.socket, args.no_autostart))
+        return 0
+
+    monkeypatch.setattr("deskhandctl.facade.server.run", fake)
+    assert main(["--socket", "/s", "mcp", "--no-autostart"]) == 0
+    assert main(["mcp", "--socket=/t"]) == 0
+    assert calls == [("mcp", "/s", True), ("mcp", "/t", False)]

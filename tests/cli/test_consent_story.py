@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl.cli.grammar import COMMANDS, PASSTHROUGH
+from deskhandctl.cli.grammar import COMMANDS
 from deskhandctl.cli.parser import parse_fast
 from dhtest.clidaemon import CliDaemon, sim_desk
 from dhtest.mcpstdio import McpChild
@@ -40,14 +40,12 @@ def named_commands(text: str) -> list[str]:
 def is_cli_command(line: str) -> bool:
     """Whether ``line`` names a command of deskhandctl's grammar (a subcommand where it has
     them) and, when it gives arguments too, parses as a whole (placeholders such as APP filled
-    in); the passthrough commands (service, mcp) count by their name."""
+    in); a command that also runs without a subcommand (mcp) counts alone."""
     words = [PLACEHOLDERS.get(w, w) for w in shlex.split(line)[1:] if w not in ("…", "...")]
     if not words or words[0] not in COMMANDS:
         return False
     command, used = COMMANDS[words[0]], 1
-    if command.name in PASSTHROUGH:
-        return True
-    if command.subcommands:
+    if command.subcommands and not (command.alone and len(words) == 1):
         if len(words) < 2 or words[1] not in command.subcommands:
             return False
         used = 2

@@ -1,7 +1,8 @@
 """A private home for ``deskhandctl mcp config``: HOME, the XDG variables and the working
 directory point into the test's temporary directory, so every host file it reads or writes is a
-real file there. ``Desk.cli`` calls ``main()`` in-process; ``Desk.sub`` runs it as a separate
-Python process with the same environment. The ``desk`` fixture is re-exported by this
+real file there. ``Desk.cli`` runs ``deskhandctl mcp config ARGS`` in-process (through the CLI's
+one parser, as ``deskhandctl.__main__.main``); ``Desk.sub`` runs ``python -m deskhandctl mcp
+config ARGS`` as a separate process with the same environment. The ``desk`` fixture is re-exported by this
 directory's conftest.py; the tests import the rest from here (a module of its own name, so it
 never collides with another directory's conftest)."""
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl.setup import mcpconfig
+from deskhandctl.__main__ import main
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "mcp-hosts"
@@ -45,10 +46,7 @@ CLEARED = (
     "CLAUDE_CONFIG_DIR",
     "APPDATA",
 )
-# python -c: the module's main() as a process of its own, until `deskhandctl mcp` hands it over.
-SUB_MAIN = (
-    "import sys; from deskhandctl.setup import mcpconfig; sys.exit(mcpconfig.main(sys.argv[1:]))"
-)
+MCP_CONFIG = [sys.executable, "-m", "deskhandctl", "mcp", "config"]
 
 
 @dataclass
@@ -65,12 +63,12 @@ class Desk:
     capsys: pytest.CaptureFixture[str]
 
     def cli(self, *args: str) -> Result:
-        code = mcpconfig.main(list(args))
+        code = main(["mcp", "config", *args])
         captured = self.capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
     def sub(self, *args: str, argv: list[str] | None = None) -> Result:
-        command = argv or [sys.executable, "-c", SUB_MAIN]
+        command = argv or MCP_CONFIG
         done = subprocess.run(
             [*command, *args],
             cwd=self.project,

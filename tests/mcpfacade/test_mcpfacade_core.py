@@ -283,15 +283,19 @@ def test_every_tools_output_schema_admits_its_refusals_and_no_garbage() -> None:
 
 
 def test_mcp_help_and_config_are_reached_through_the_cli() -> None:
-    """``mcp`` is a passthrough command: ``--help`` is its own, ``config`` goes to mcpconfig."""
+    """``mcp`` is an entry of the CLI's one grammar: its ``--help`` and usage errors come from
+    the CLI's parser, and ``mcp config`` runs mcpconfig."""
     import subprocess
     import sys
 
     run = [sys.executable, "-m", "deskhandctl", "mcp"]
     shown = subprocess.run([*run, "--help"], capture_output=True, text=True, timeout=30)
-    assert shown.returncode == 0 and "mcp config --host HOST" in shown.stdout
+    help_text = " ".join(shown.stdout.split())
+    assert shown.returncode == 0 and help_text.startswith("usage: deskhandctl mcp")
+    assert "config" in help_text and "a daemon session of its own" in help_text
     bad = subprocess.run([*run, "--bogus"], capture_output=True, text=True, timeout=30)
-    assert bad.returncode == 2 and "--bogus" in bad.stderr
+    assert bad.returncode == 2 and bad.stderr.startswith("usage: deskhandctl mcp")
+    assert "deskhandctl mcp: error: unrecognized arguments: --bogus" in bad.stderr
     config = subprocess.run(
         [*run, "config", "--host", "codex"], capture_output=True, text=True, timeout=30
     )

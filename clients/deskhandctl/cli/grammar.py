@@ -45,9 +45,6 @@ REQUEST_HANDLER = _ON_SESSION + "request"
 # argparse words a ValueError's message as "invalid value ...: <message>"; the fast parser simply
 # declines the command line so that argparse can say so.
 
-SESSION_NAME_MAX = 100
-_SESSION_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
 
 def parse_timeout(text: str) -> float:
     """``--timeout`` values: a number of seconds greater than zero."""
@@ -58,12 +55,11 @@ def parse_timeout(text: str) -> float:
 
 
 def parse_session(text: str) -> str:
-    """A session name: letters, digits, ``.``, ``_`` and ``-``, at most 100 characters."""
-    if len(text) > SESSION_NAME_MAX:
-        raise ValueError(f"longer than {SESSION_NAME_MAX} characters")
-    if not _SESSION_CHARS.issuperset(text):
-        raise ValueError("only letters, digits, '.', '_' and '-' are allowed")
-    return text
+    """``--session``: a session name as the wire layer checks it (:mod:`deskhandctl.wire.names`,
+    imported only when the option is given, so that ``status`` does not pay for it)."""
+    from deskhandctl.wire.names import parse_session as check
+
+    return check(text)
 
 
 def parse_index(text: str) -> int:
@@ -205,7 +201,7 @@ class Param:
 
 
 class Command:
-    """A command (or an ``apps``/``turn`` subcommand): what it sends and how it runs.
+    """A command (or a subcommand such as ``apps add``): what it sends and how it runs.
 
     ``op`` is the request it sends; ``session`` says whether it opens the named session
     (commands that use the session's state); ``timeout`` is its ``--timeout`` default;
@@ -214,8 +210,10 @@ class Command:
     as one ``delivery:`` line (by default the desktop commands; a Jev ``run`` reports its
     steps instead); ``autostart`` whether it may start a daemon; ``check`` rejects argument
     combinations the parsers cannot express (its message becomes a usage error); ``hint`` is
-    added to every usage error of this command; ``confirm`` marks a step only the person takes,
-    which runs only from a terminal once they have confirmed it there
+    added to every usage error of this command; ``description`` and ``epilog`` are the longer
+    text of its ``--help`` (above and below the arguments; ``help`` is the one line the list of
+    commands shows, and the description when there is none); ``confirm`` marks a step only the
+    person takes, which runs only from a terminal once they have confirmed it there
     (:mod:`deskhandctl.cli.person`).
 
     ``handler`` names the function that runs the command, as ``"module:function"``; its module
@@ -223,15 +221,21 @@ class Command:
     ``handler(session, args)`` on the session :mod:`deskhandctl.__main__` opened for it (the
     default, :func:`deskhandctl.cli.commands.request`, sends the one request and prints the
     reply); a ``standalone`` command's as ``handler(args)``, and it opens whatever it needs
-    itself. ``offline`` and ``passthrough`` commands are standalone and report their own
-    failures; a ``passthrough`` command takes every word after it untouched (``args.rest``).
+    itself. ``offline`` commands run in the CLI alone (no daemon, no socket); they and the
+    ``own_errors`` commands (``mcp``, whose stdout belongs to its host) are standalone and report
+    their own failures, returning the exit code. A command with subcommands needs one of them,
+    unless it is ``alone``: then it also runs by itself (``mcp`` serves, ``mcp config`` sets a
+    host up).
     """
 
     __slots__ = (
+        "alone",
         "autostart",
         "check",
         "confirm",
         "delivers",
+        "description",
+        "epilog",
         "handler",
         "help",
         "hint",
@@ -239,8 +243,8 @@ class Command:
         "offline",
         "op",
         "options",
+        "own_errors",
         "params",
-        "passthrough",
         "positionals",
         "session",
         "standalone",
@@ -267,14 +271,23 @@ class Command:
         confirm: bool = False,
         handler: str = REQUEST_HANDLER,
         standalone: bool = False,
-        passthrough: bool = False,
+        own_errors: bool = False,
+        alone: bool = False,
+        description: str = "",
+        epilog: str = "",
     ) -> None:
         self.name = name
         self.help = help
         self.op = op or name
         self.params = params
-        self.positionals = tuple(p for p in params if p.positional)
-        self.options = {p.flag: p for p in params if not p.positional}
+        positionals: list[Param] = []
+        self.options: dict[str, Param] = {}
+        for param in params:  # one pass: this runs for every command at every start
+            if param.flag[:1] == "-":
+                self.options[param.flag] = param
+            else:
+                positionals.append(param)
+        self.positionals = tuple(positionals)
         self.session = session or desktop
         self.delivers = desktop if delivers is None else delivers
         self.offline = offline  # runs in the CLI itself: no daemon, no socket
@@ -285,8 +298,11 @@ class Command:
         self.hint = hint
         self.confirm = confirm
         self.handler = handler
-        self.passthrough = passthrough
-        self.standalone = standalone or offline or passthrough
+        self.own_errors = own_errors or offline
+        self.standalone = standalone or self.own_errors
+        self.alone = alone
+        self.description = description or help
+        self.epilog = epilog
 
     @property
     def acts(self) -> bool:
@@ -350,6 +366,92 @@ def _verify_pair(params: dict[str, object]) -> str | None:
     if (params.get("verify_role") is None) != (params.get("verify_label") is None):
         return "--verify-role and --verify-label go together"
     return None
+
+
+# ----- mcp config: the hosts it knows, and the checks the table cannot express -----------------
+# Here rather than in deskhandctl.setup.mcpconfig, which imports it: the parsers need them, and
+# mcpconfig (json, tomllib, difflib, ...) is imported only when 'mcp config' runs.
+
+MCP_HOSTS = ("claude-code", "codex", "cursor", "claude-desktop", "vscode")
+"""The agent hosts ``mcp config`` can register Deskhand with, as ``--host`` names them."""
+MCP_TITLES = {
+    "claude-code": "Claude Code",
+    "codex": "Codex",
+    "cursor": "Cursor",
+    "claude-desktop": "Claude Desktop",
+    "vscode": "VS Code",
+}
+MCP_SCOPES = {
+    "claude-code": ("user", "project"),
+    "codex": ("user", "project"),
+    "cursor": ("user", "project"),
+    "claude-desktop": ("user",),
+    "vscode": ("user", "project"),
+}
+MCP_DEFAULT_NAME = "deskhand"
+_MCP_NAME_MAX = 64
+_MCP_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_PLATFORMS = ("linux", "macos")
+
+
+def _mcp_config_check(params: dict[str, object]) -> str | None:
+    """The scope the host has, a name hosts accept, and ``--write`` only for this machine."""
+    host, scope = str(params.get("host")), params.get("scope") or "user"
+    name = params.get("name")
+    if scope not in MCP_SCOPES.get(host, ()):
+        return f"{MCP_TITLES.get(host, host)} has no {scope} scope; leave --scope out"
+    if isinstance(name, str) and not (
+        0 < len(name) <= _MCP_NAME_MAX and _MCP_NAME_CHARS.issuperset(name)
+    ):
+        return f"--name takes 1 to {_MCP_NAME_MAX} letters, digits, '-' and '_'"
+    platform = params.get("platform")
+    if params.get("write") and platform is not None:
+        from deskhand_d.paths import is_macos  # only for 'mcp config --write --platform'
+
+        running = "macos" if is_macos() else "linux"
+        if platform != running:
+            return f"--write edits this machine's files: leave --platform out or say {running}"
+    return None
+
+
+def _service_params() -> tuple[Param, ...]:
+    return (
+        Param(
+            "--dry-run",
+            "dry_run",
+            "print the files and commands, change nothing",
+            switch=True,
+            local=True,
+        ),
+        Param(
+            "--platform",
+            "platform",
+            "render for this platform (default: the one this runs on)",
+            choices=_PLATFORMS,
+            local=True,
+        ),
+    )
+
+
+_SERVICE = "deskhandctl.setup.service:"
+SERVICE_DESCRIPTION = (
+    "Register deskhand-d with this user's service manager (systemd or launchd) so that it "
+    "starts on demand, or remove it again. Without the service, deskhandctl starts the daemon "
+    "itself when a command needs it."
+)
+MCP_DESCRIPTION = (
+    "Serve Deskhand's tools to an AI agent host as an MCP server on stdin and stdout "
+    "(newline-delimited JSON-RPC; logs go to stderr). The host starts this command itself, and "
+    "each connection it makes is a daemon session of its own, named after the host. When a tool "
+    "needs the person's answer (consent, an approval), the question reaches the host as a form "
+    "if the host supports that (MCP elicitation), and is refused otherwise."
+)
+MCP_EPILOG = (
+    "Like other deskhandctl commands, mcp starts the daemon when none is running, unless "
+    "--no-autostart is given or DESKHAND_NO_AUTOSTART=1 is set. 'deskhandctl mcp config --host "
+    "HOST' prints the entry that registers this server with a host (--write adds it to the "
+    "host's file). See docs/mcp.md."
+)
 
 
 # ----- the hints that usage errors of apps, grants and run add -----------------------------------
@@ -810,23 +912,91 @@ COMMANDS: dict[str, Command] = {
         ),
         Command(
             "service",
-            "install or uninstall the systemd/launchd user service (see 'service --help')",
-            handler="deskhandctl.setup.service:run",
-            passthrough=True,
+            "install or uninstall the systemd/launchd user service",
+            subcommands=(
+                Command(
+                    "install",
+                    "hand deskhand-d to the service manager, which starts it on demand",
+                    "",
+                    _service_params(),
+                    offline=True,
+                    handler=_SERVICE + "install",
+                    description=SERVICE_DESCRIPTION,
+                ),
+                Command(
+                    "uninstall",
+                    "stop the service and remove its files (config and state are kept)",
+                    "",
+                    _service_params(),
+                    offline=True,
+                    handler=_SERVICE + "uninstall",
+                    description=SERVICE_DESCRIPTION,
+                ),
+            ),
+            description=SERVICE_DESCRIPTION,
         ),
         Command(
             "mcp",
-            "serve Deskhand to an AI agent host over MCP on stdio, or set a host up "
-            "(see 'mcp --help')",
+            "serve Deskhand to an AI agent host over MCP on stdio, or set a host up (mcp config)",
+            "",
+            subcommands=(
+                Command(
+                    "config",
+                    "print, or write, the entry that lets an agent host start 'deskhandctl mcp'",
+                    "",
+                    (
+                        Param(
+                            "--host",
+                            "host",
+                            "the agent host",
+                            choices=MCP_HOSTS,
+                            required=True,
+                            local=True,
+                        ),
+                        Param(
+                            "--scope",
+                            "scope",
+                            "user: every project (default); project: the current directory's "
+                            "project (not for claude-desktop)",
+                            choices=("user", "project"),
+                            local=True,
+                        ),
+                        Param(
+                            "--name",
+                            "name",
+                            f"the server's name (default {MCP_DEFAULT_NAME})",
+                            metavar="NAME",
+                            local=True,
+                        ),
+                        Param(
+                            "--write",
+                            "write",
+                            "edit the host's file (a backup is kept)",
+                            switch=True,
+                            local=True,
+                        ),
+                        Param(
+                            "--platform",
+                            "platform",
+                            "print for this platform's paths (default: the one this runs on; "
+                            "not with --write)",
+                            choices=_PLATFORMS,
+                            local=True,
+                        ),
+                    ),
+                    offline=True,
+                    check=_mcp_config_check,
+                    handler="deskhandctl.setup.mcpconfig:configure",
+                ),
+            ),
+            own_errors=True,
+            alone=True,
             handler="deskhandctl.facade.server:run",
-            passthrough=True,
+            description=MCP_DESCRIPTION,
+            epilog=MCP_EPILOG,
         ),
     )
 }
-
-
-PASSTHROUGH = frozenset(name for name, command in COMMANDS.items() if command.passthrough)
-"""Commands whose words after them are passed untouched to their handler, which parses them."""
 
 
 def leaf(name: str) -> Command:
@@ -843,8 +1013,7 @@ class Args:
     """A parsed command line.
 
     ``command`` is the command's name (``"apps add"`` for a subcommand), ``params`` its own
-    arguments keyed by request field (None when not given), ``rest`` the words after a
-    passthrough command (``service``, ``mcp``), and one attribute per global option
+    arguments keyed by request field (None when not given), and one attribute per global option
     (``timeout`` None when not given).
     """
 
@@ -853,7 +1022,6 @@ class Args:
         "json",
         "no_autostart",
         "params",
-        "rest",
         "session",
         "socket",
         "timeout",
@@ -864,11 +1032,9 @@ class Args:
         command: str,
         values: dict[str, object],
         params: dict[str, object] | None = None,
-        rest: list[str] | None = None,
     ) -> None:
         self.command = command
         self.params: dict[str, object] = params or {}
-        self.rest: list[str] = rest or []
         self.json = bool(values.get("json", False))
         self.no_autostart = bool(values.get("no_autostart", False))
         socket = values.get("socket")

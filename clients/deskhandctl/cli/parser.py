@@ -9,13 +9,14 @@ building a parser cost about as much as starting Python itself, and ``deskhandct
 should start fast. A test checks that both agree wherever the fast one gives an answer.
 
 Global options are accepted before and after the command; a command's own options come after
-it. Everything after ``service`` or ``mcp`` is passed untouched to that command's ``main``.
+it (after its subcommand, where it has one). A command with subcommands needs one, unless the
+table marks it ``alone`` (``mcp`` runs by itself and has ``mcp config``).
 """
 
 from __future__ import annotations
 
 from deskhand_d import __version__
-from deskhandctl.cli.grammar import COMMANDS, OPTION_BY_FLAG, PASSTHROUGH, PROG, Args
+from deskhandctl.cli.grammar import COMMANDS, OPTION_BY_FLAG, PROG, Args
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,8 +56,6 @@ def parse_fast(argv: list[str]) -> Args | None:
                 if command is None:
                     return None
                 name = word
-                if word in PASSTHROUGH:
-                    return Args(word, values, rest=argv[i:])
             elif command.subcommands:
                 command = command.subcommands.get(word)
                 if command is None:
@@ -100,7 +99,7 @@ def parse_fast(argv: list[str]) -> Args | None:
             return None
         else:
             params[param.dest] = converted
-    if command is None or command.subcommands:
+    if command is None or (command.subcommands and not command.alone):
         return None
     return _finish(command, name, values, params, words)
 

@@ -22,7 +22,6 @@ from deskhandctl.cli.grammar import (
     DESCRIPTION,
     EPILOG,
     OPTIONS,
-    PASSTHROUGH,
     PROG,
     Args,
     leaf,
@@ -70,14 +69,12 @@ def parse_slow(argv: list[str]) -> Args:
     target = by_name.get(name, parser)
     if extras:
         target.error(f"unrecognized arguments: {' '.join(extras)}")
-    rest = list(values.pop("rest", []))
     options = {o.dest: values.pop(o.dest) for o in OPTIONS if o.dest in values}
-    if name not in PASSTHROUGH:
-        check = leaf(name).check
-        problem = None if check is None else check(values)
-        if problem is not None:
-            target.error(problem)
-    return Args(name, options, values, rest)
+    check = leaf(name).check
+    problem = None if check is None else check(values)
+    if problem is not None:
+        target.error(problem)
+    return Args(name, options, values)
 
 
 def build(argv: Collection[str]) -> tuple[Parser, dict[str, Parser]]:
@@ -105,26 +102,18 @@ def build(argv: Collection[str]) -> tuple[Parser, dict[str, Parser]]:
         dest="command", required=True, metavar="COMMAND", parser_class=Parser
     )
     for name, command in COMMANDS.items():
-        if name in PASSTHROUGH:
-            sub = commands.add_parser(
-                name,
-                help=command.help,
-                add_help=False,
-                formatter_class=Formatter,
-                # No option prefix: every word after 'service' or 'mcp' (even --help) goes to its
-                # own parser.
-                prefix_chars="\0",
-            )
-            sub.add_argument("rest", nargs=argparse.REMAINDER)
-            continue
         if name not in words:
             _placeholder(commands, command)
             continue
         sub = _command_parser(commands, command)
         by_name[name] = sub
         if command.subcommands:
+            # An 'alone' command (mcp) also runs without one of its subcommands.
             nested = sub.add_subparsers(
-                dest="subcommand", required=True, metavar="ACTION", parser_class=Parser
+                dest="subcommand",
+                required=not command.alone,
+                metavar="[ACTION]" if command.alone else "ACTION",
+                parser_class=Parser,
             )
             for child in command.subcommands.values():
                 if child.name in words:
@@ -143,7 +132,8 @@ def _command_parser(commands: argparse._SubParsersAction[Parser], command: Comma
     sub = commands.add_parser(
         command.name,
         help=command.help,
-        description=command.help,
+        description=command.description,
+        epilog=command.epilog or None,
         formatter_class=Formatter,
         allow_abbrev=False,
     )

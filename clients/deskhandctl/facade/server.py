@@ -5,8 +5,9 @@ elicitation), :mod:`deskhandctl.facade.tools` (tools and results) and :mod:`desk
 (the daemon connection): reading stdin line by line, writing stdout one whole message at a time
 under a lock (stdout carries MCP messages only; logs go to stderr), running each ``tools/call``
 on a thread of its own, cancelling, forwarding progress, and putting the daemon's questions to
-the host as ``elicitation/create``. ``deskhandctl mcp config ...`` is handed to
-:mod:`deskhandctl.setup.mcpconfig`.
+the host as ``elicitation/create``. Its command line is read by :mod:`deskhandctl.cli.parser`
+(``mcp``'s help text is in the grammar table); ``deskhandctl mcp config`` is
+:mod:`deskhandctl.setup.mcpconfig`'s.
 
 It never owns the desktop: every tool is a daemon op on a session of its own, so the daemon's
 rules (stateIds, consent, the emergency stop, the queue) apply exactly as to every client.
@@ -29,24 +30,6 @@ if TYPE_CHECKING:
 
     from deskhandctl.cli.grammar import Args
     from deskhandctl.facade.link import Call, Link
-
-USAGE = """\
-usage: deskhandctl [--socket PATH] [--no-autostart] mcp [--socket PATH] [--no-autostart]
-       deskhandctl mcp config --host HOST [--write] [--scope SCOPE] [--name NAME]
-
-Serve Deskhand to an AI agent host as an MCP server on stdin/stdout (newline-delimited
-JSON-RPC; logs on stderr). The host starts this command itself; each host connection is its
-own daemon session, named after the host. Tools: list_apps, get_app_state, the eight actions
-(click, drag, perform_secondary_action, press_key, scroll, select_text, set_value, type_text),
-run, mode_get, mode_set, status, stop. Questions for the person (consent, approvals) go to the
-host as forms when it supports elicitation; otherwise they are refused. The daemon is started
-on demand like every deskhandctl command (not with --no-autostart or DESKHAND_NO_AUTOSTART=1).
-
-'mcp config' prints (or with --write, adds) the entry that registers this server with a host:
-claude-code, codex, cursor, claude-desktop or vscode. See 'deskhandctl mcp config --help'.
-
-See docs/mcp.md.
-"""
 
 
 class _Active:
@@ -558,32 +541,9 @@ def _log(line: str) -> None:
 
 
 def run(args: Args) -> int:
-    """The ``mcp`` command's handler (named in the grammar): :func:`main` on its words, with the
-    global ``--socket`` and ``--no-autostart`` given before ``mcp``."""
-    return main(args.rest, socket=args.socket, no_autostart=args.no_autostart)
-
-
-def main(argv: list[str], *, socket: str | None = None, no_autostart: bool = False) -> int:
-    """``deskhandctl mcp [...]``: serve, or ``config ...`` for the host set-up."""
-    if argv[:1] == ["config"]:
-        from deskhandctl.setup import mcpconfig  # type: ignore[attr-defined,unused-ignore]
-
-        return int(mcpconfig.main(argv[1:]))
-    args = list(argv)
-    while args:
-        word = args.pop(0)
-        if word in ("-h", "--help"):
-            sys.stdout.write(USAGE)
-            return 0
-        if word == "--no-autostart":
-            no_autostart = True
-        elif word.startswith("--socket="):
-            socket = word.partition("=")[2]
-        elif word == "--socket" and args:
-            socket = args.pop(0)
-        else:
-            sys.stderr.write(USAGE + f"\ndeskhandctl mcp: unknown argument {word!r}\n")
-            return 2
+    """The ``mcp`` command's handler (named in the grammar table): serve MCP on stdin/stdout,
+    with the global ``--socket`` and ``--no-autostart``, until the host closes stdin."""
+    socket, no_autostart = args.socket, args.no_autostart
     from deskhand_d import __version__
 
     out = sys.stdout.buffer

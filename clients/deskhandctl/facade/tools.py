@@ -28,7 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(__file__)), "mcpschemas.json")
+SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "mcpschemas.json")
 
 ACTIONS = (
     "click",

@@ -25,17 +25,19 @@ whose target is missing, not a regular file of the person's, or in a directory t
 theirs or that others may write (a link into one's own dotfiles is followed and the link
 kept); a file that changed while we edited it.
 
+The command line is read by :mod:`deskhandctl.cli.parser`: the ``mcp config`` entry of the
+grammar table lists the options and the hosts, refuses what the table alone cannot (a scope the
+host lacks, a bad ``--name``, ``--write`` with another platform) and names :func:`configure`.
+
 Exit status: 0 printed or written (also when the entry was already there); 1 refused or
-failed; 2 bad usage.
+failed; 2 bad usage (from the parser).
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import os
-import re
 import shlex
 import stat
 import sys
@@ -43,15 +45,19 @@ import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from deskhand_d import paths
 from deskhand_d.privatefile import fsync_dir
+from deskhandctl.cli.grammar import MCP_DEFAULT_NAME, MCP_HOSTS, MCP_TITLES
 from deskhandctl.setup.filewrite import fill
 
+if TYPE_CHECKING:
+    from deskhandctl.cli.grammar import Args
+
 PROG = "deskhandctl mcp config"
-HOSTS = ("claude-code", "codex", "cursor", "claude-desktop", "vscode")
-DEFAULT_NAME = "deskhand"
+HOSTS = MCP_HOSTS  # the grammar's table lists them (its --host choices)
+DEFAULT_NAME = MCP_DEFAULT_NAME
 NEW_FILE_MODE = 0o600
 NEW_DIR_MODE = 0o700
 MAX_BYTES = 64 * 1024 * 1024  # ~/.claude.json holds Claude Code's state and can grow large
@@ -60,21 +66,7 @@ CODEX_TOOL_TIMEOUT_S = 600
 consent question, which has no deadline of its own. Ten minutes is a generous wait."""
 DIFF_LINES = 80
 
-_NAME_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_TITLES = {
-    "claude-code": "Claude Code",
-    "codex": "Codex",
-    "cursor": "Cursor",
-    "claude-desktop": "Claude Desktop",
-    "vscode": "VS Code",
-}
-_SCOPES = {
-    "claude-code": ("user", "project"),
-    "codex": ("user", "project"),
-    "cursor": ("user", "project"),
-    "claude-desktop": ("user",),
-    "vscode": ("user", "project"),
-}
+_TITLES = MCP_TITLES
 
 
 class Refusal(Exception):
@@ -676,65 +668,32 @@ def write_entry(target: Target, name: str, server: Server) -> None:
 # ----- command line ----------------------------------------------------------------------------
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Print, or write, the entry that lets an agent host start Deskhand's MCP "
-        "server (deskhandctl mcp).",
-    )
-    p.add_argument("--host", required=True, choices=HOSTS, help="the agent host")
-    p.add_argument(
-        "--scope",
-        choices=["user", "project"],
-        help="user: every project (default); project: the current directory's project "
-        "(not for claude-desktop)",
-    )
-    p.add_argument(
-        "--name", default=DEFAULT_NAME, help=f"the server's name (default {DEFAULT_NAME})"
-    )
-    p.add_argument("--write", action="store_true", help="edit the file (a backup is kept)")
-    p.add_argument(
-        "--platform",
-        choices=["linux", "macos"],
-        help="print for this platform's paths (default: the one this runs on; not with --write)",
-    )
-    return p
-
-
-def main(argv: list[str]) -> int:
-    """Entry point; ``argv`` is what follows ``deskhandctl mcp config``."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help exits 0, a usage error 2; return it, don't exit
-        return exc.code if isinstance(exc.code, int) else 2
+def configure(args: Args) -> int:
+    """``mcp config``'s handler (named in the grammar table, whose check has already refused a
+    scope the host lacks, a bad ``--name`` and ``--write`` for another platform)."""
+    params = args.params
+    host = str(params["host"])
+    chosen_scope = params.get("scope")
+    chosen_name = params.get("name")
+    platform = params.get("platform")
+    write = bool(params.get("write"))
+    name = chosen_name if isinstance(chosen_name, str) else DEFAULT_NAME
+    scope = chosen_scope if isinstance(chosen_scope, str) else "user"
     running = "macos" if paths.is_macos() else "linux"
-    scope = args.scope or "user"
-    problem = None
-    if scope not in _SCOPES[args.host]:
-        problem = f"{_TITLES[args.host]} has no {scope} scope; leave --scope out"
-    elif not _NAME_RE.fullmatch(args.name):
-        problem = "--name takes 1 to 64 letters, digits, '-' and '_'"
-    elif args.write and args.platform not in (None, running):
-        problem = f"--write edits this machine's files: leave --platform out or say {running}"
-    if problem:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: {problem}", file=sys.stderr)
-        return 2
-    macos = (args.platform or running) == "macos"
+    macos = (platform or running) == "macos"
     env = os.environ
     try:
         server = server_for(env, macos=macos)
-        target = target_for(args.host, scope, env, macos=macos, cwd=Path.cwd())
-        if not args.write:
-            rerun = ["deskhandctl", "mcp", "config", "--host", args.host]
-            if args.scope:
-                rerun += ["--scope", args.scope]
-            if args.name != DEFAULT_NAME:
-                rerun += ["--name", args.name]
-            print_entry(target, args.name, server, rerun)
+        target = target_for(host, scope, env, macos=macos, cwd=Path.cwd())
+        if not write:
+            rerun = ["deskhandctl", "mcp", "config", "--host", host]
+            if chosen_scope:
+                rerun += ["--scope", scope]
+            if name != DEFAULT_NAME:
+                rerun += ["--name", name]
+            print_entry(target, name, server, rerun)
             return 0
-        write_entry(target, args.name, server)
+        write_entry(target, name, server)
     except Refusal as exc:
         print(f"{PROG}: {exc}; nothing was written", file=sys.stderr)
         return 1

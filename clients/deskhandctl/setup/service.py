@@ -25,16 +25,19 @@ only look like an installation, and ``deskhandctl`` starts the daemon on demand 
 ``uninstall`` still removes the files (that is what was asked) and says the manager could
 not be told.
 
+The command line is read by :mod:`deskhandctl.cli.parser` (the ``service`` entry of the grammar
+table names :func:`install` and :func:`uninstall` as the handlers).
+
 Exit status: 0 when done (for ``uninstall`` also when the files are removed but no service
 manager could be told); 1 when a file could not be written or removed, a service-manager
-command failed, or launchd loaded the agent but did not start it; 2 for bad usage; 69
+command failed, or launchd loaded the agent but did not start it; 2 for bad usage (from the
+parser, or no service manager this platform has and no ``--platform``); 69
 (EX_UNAVAILABLE) when ``install`` found no service manager to hand the daemon to, and so
 changed nothing.
 """
 
 from __future__ import annotations
 
-import argparse
 import enum
 import itertools
 import os
@@ -496,38 +499,21 @@ def _socket_override_note(platform: Platform, env: Mapping[str, str]) -> str | N
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog=PROG,
-        description="Register deskhand-d with this user's service manager (systemd or "
-        "launchd) so it starts on demand, or remove it again.",
-    )
-    p.add_argument("action", choices=["install", "uninstall"])
-    p.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the files and commands, change nothing",
-    )
-    p.add_argument(
-        "--platform",
-        choices=[member.value for member in Platform],
-        help="render for this platform (default: the one this runs on)",
-    )
-    return p
+def install(args: Args) -> int:
+    """``service install``'s handler (named in the grammar table)."""
+    return _main("install", args)
 
 
-def run(args: Args) -> int:
-    """The ``service`` command's handler (named in the grammar): :func:`main` on its words."""
-    return main(args.rest)
+def uninstall(args: Args) -> int:
+    """``service uninstall``'s handler (named in the grammar table)."""
+    return _main("uninstall", args)
 
 
-def main(argv: list[str]) -> int:
-    """Entry point; ``argv`` is what follows ``deskhandctl service``."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # --help exits 0, a usage error 2; return it, don't exit
-        return exc.code if isinstance(exc.code, int) else 2
-    platform = Platform(args.platform) if args.platform else running_platform()
+def _main(action: str, args: Args) -> int:
+    """Plan ``action`` for the platform asked for (else this one), then print or carry it out."""
+    chosen = args.params.get("platform")
+    dry_run = bool(args.params.get("dry_run"))
+    platform = Platform(chosen) if isinstance(chosen, str) else running_platform()
     if platform is None:
         print(
             f"{PROG}: {sys.platform} has neither systemd user units nor launchd; start "
@@ -537,7 +523,7 @@ def main(argv: list[str]) -> int:
         return 2
     env = os.environ
     try:
-        if args.action == "install":
+        if action == "install":
             plan = plan_install(platform, env, daemon_command())
         else:
             plan = plan_uninstall(platform, env)
@@ -548,14 +534,14 @@ def main(argv: list[str]) -> int:
         print(f"{PROG}: cannot render the service files: {exc}", file=sys.stderr)
         print("Install Deskhand under a path without such characters.", file=sys.stderr)
         return 1
-    if args.action == "uninstall" and not plan.removes:
+    if action == "uninstall" and not plan.removes:
         print("Deskhand's service is not installed here; nothing to remove.")
         return 0
-    if args.dry_run:
+    if dry_run:
         print_dry_run(plan)
         return 0
     status = carry_out(plan)
-    note = _socket_override_note(platform, env) if args.action == "install" else None
+    note = _socket_override_note(platform, env) if action == "install" else None
     if note and status == 0:
         print(note, file=sys.stderr)
     for warning in plan.warnings:

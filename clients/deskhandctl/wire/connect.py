@@ -67,7 +67,7 @@ def resolve_session(flag: str | None, env: Mapping[str, str] = os.environ) -> st
     name = env.get("DESKHAND_SESSION", "")
     if not name:
         return f"cli-{os.getuid()}"
-    from deskhandctl.cli.grammar import parse_session
+    from deskhandctl.wire.names import parse_session  # only when the variable is set
 
     try:
         return parse_session(name)
