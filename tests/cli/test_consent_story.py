@@ -20,6 +20,7 @@ import pytest
 from deskhandctl.cli.grammar import COMMANDS
 from deskhandctl.cli.parser import parse_fast
 from dhtest.clidaemon import CliDaemon, sim_desk
+from dhtest.mcpsaid import said_code, said_state_id
 from dhtest.mcpstdio import McpChild
 from terminal import Terminal
 
@@ -112,29 +113,27 @@ def test_a_host_without_forms_is_told_the_true_ways(sim_desk: Any) -> None:
         result = host.call("get_app_state", app="Calculator")
     finally:
         host.close()
-    assert result.is_error
-    error = result.raw["structuredContent"]
-    assert error["code"] == "consent_denied" and error["data"]["reason"] == "no_one_to_ask"
-    assert error["message"] == (
-        "Deskhand may not operate 'Calculator': "
-        + Words().cannot_ask("Calculator", True)
-        + ". Nothing was sent."
+    assert result.is_error and said_code(result.raw) == "consent_denied"
+    message = "Deskhand may not operate 'Calculator': " + Words("mcp").cannot_ask(
+        "Calculator", True
     )
+    assert message + ". Nothing was sent." in result.text
     assert desk.received("get_app_state") == 0
 
 
 @pytest.mark.slow
 def test_a_saved_always_grant_lets_a_host_that_declines_through(sim_desk: Any) -> None:
-    """A host that declines every form is a no, and stays one for its session; the person
-    answers 'always' to `deskhandctl observe APP` at a terminal, and the same host's next
-    call goes through without a question."""
+    """A host that declines every form at once (as `codex exec` does) asked nobody: each call
+    is refused as asked of nobody, never as the person's no, so it is asked again next time;
+    the person answers 'always' to `deskhandctl observe APP` at a terminal, and the same
+    host's next call goes through without a question."""
     desk: CliDaemon = sim_desk(grants=())
     host = _facade(desk, forms=True)
     try:
-        first = host.call("get_app_state", app="Calculator")
-        assert first.raw["structuredContent"]["data"]["reason"] == "declined"
-        again = host.call("get_app_state", app="Calculator")
-        assert again.raw["structuredContent"]["data"]["reason"] == "refused_this_task"
+        for _ in range(2):
+            refused = host.call("get_app_state", app="Calculator")
+            assert said_code(refused.raw) == "consent_denied"
+            assert "nobody was asked" in refused.text and "said no" not in refused.text
         terminal = Terminal(*desk.argv("observe", "Calculator"), env=desk.env)
         try:
             shown = terminal.read_until(b"(default deny) ").decode()
@@ -149,5 +148,5 @@ def test_a_saved_always_grant_lets_a_host_that_declines_through(sim_desk: Any) -
     finally:
         host.close()
     assert not through.is_error, through.text
-    assert through.raw["structuredContent"]["state_id"]
+    assert said_state_id(through.raw)
     assert desk.received("get_app_state") == 2  # the terminal's observation, then the host's

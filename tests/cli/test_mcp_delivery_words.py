@@ -2,7 +2,7 @@
 
 A real daemon on the simulated desktop, ``python -m deskhandctl mcp`` as a child process, and
 a plain stdio MCP host (``dhtest.mcpstdio``) that declines every question. A refusal's text has
-exactly one ``Delivery:`` sentence, matching ``structuredContent.delivery``; a delivery the
+exactly one ``Delivery:`` sentence, matching the delivery the result states; a delivery the
 daemon did not state is ``unknown``, never ``refused`` by default.
 """
 
@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from deskhandctl.facade import tools as mcptools
 from dhtest.clidaemon import CliDaemon, sim_desk
+from dhtest.mcpsaid import said_code, said_delivery, said_state_id
 from dhtest.mcpstdio import McpChild, ToolResult
 
 __all__ = ["sim_desk"]
@@ -48,8 +49,8 @@ def test_a_consent_refusal_says_refused_once(sim_desk: Any, facade: Any) -> None
     host = facade(desk)
     result = host.call("get_app_state", app="Calculator")
     assert result.is_error
-    assert result.raw["structuredContent"]["code"] == "consent_denied"
-    assert result.raw["structuredContent"]["delivery"] == "refused"
+    assert said_code(result.raw) == "consent_denied"
+    assert said_delivery(result.raw) == "refused"
     assert delivery_sentences(result) == ["Delivery: refused. Nothing was sent to the app."]
     assert desk.received("get_app_state") == 0
 
@@ -60,8 +61,8 @@ def test_a_failed_observation_says_dispatched_once(sim_desk: Any, facade: Any) -
         grants=("Calculator", "Finder"), DESKHAND_ALLOWED_APPS="Calculator,Finder"
     )
     result = facade(desk).call("get_app_state", app="Finder")
-    assert result.is_error and result.raw["structuredContent"]["code"] == "no_window"
-    assert result.raw["structuredContent"]["delivery"] == "dispatched"
+    assert result.is_error and said_code(result.raw) == "no_window"
+    assert said_delivery(result.raw) == "dispatched"
     assert delivery_sentences(result) == [
         "Delivery: dispatched. The request reached the app's backend, which answered as said above."
     ]
@@ -71,13 +72,13 @@ def test_an_action_and_a_stale_state_id(sim_desk: Any, facade: Any) -> None:
     """A click is dispatched (its result says so); the same stateId again is refused, once."""
     desk: CliDaemon = sim_desk()
     host = facade(desk)
-    state = host.call("get_app_state", app="Calculator").raw["structuredContent"]["state_id"]
+    state = said_state_id(host.call("get_app_state", app="Calculator").raw)
     clicked = host.call("click", app="Calculator", state_id=state, element_index=9)
-    assert not clicked.is_error and clicked.raw["structuredContent"]["delivery"] == "dispatched"
+    assert not clicked.is_error and said_delivery(clicked.raw) == "dispatched"
     assert clicked.text.startswith("click on Calculator: done (delivery: dispatched).")
     again = host.call("click", app="Calculator", state_id=state, element_index=9)
-    assert again.is_error and again.raw["structuredContent"]["code"] == "state_consumed"
-    assert again.raw["structuredContent"]["delivery"] == "refused"
+    assert again.is_error and said_code(again.raw) == "state_consumed"
+    assert said_delivery(again.raw) == "refused"
     assert delivery_sentences(again) == ["Delivery: refused. Nothing was sent to the app."]
     assert desk.received("click") == 1
 
@@ -87,9 +88,9 @@ def test_a_delivery_nobody_stated_is_unknown() -> None:
     server's own refusals before sending say refused."""
     for data in ({}, {"delivery": "sort of"}):
         shaped = mcptools.shape_error("click", "internal", "broken", data, app="Calculator")
-        assert shaped["structuredContent"]["delivery"] == "unknown"
+        assert said_delivery(shaped) == "unknown"
         text = shaped["content"][0]["text"]
         assert "Delivery: unknown." in text and "Call get_app_state" in text
     own = mcptools.shape_error("click", "invalid_arguments", "bad", delivery="refused")
-    assert own["structuredContent"]["delivery"] == "refused"
+    assert said_delivery(own) == "refused"
     assert own["content"][0]["text"].count("Delivery: ") == 1

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import trio
 from dhtest.clidaemon import CliDaemon
+from dhtest.mcpsaid import said_delivery, said_state_id, text_of
 from facade_rig import index_of, sdk_host
 
 pytestmark = pytest.mark.slow
@@ -34,8 +35,8 @@ async def test_two_hosts_share_one_queue_as_two_sessions(
                 "click",
                 {
                     "app": "Calculator",
-                    "state_id": observed.structuredContent["state_id"],
-                    "element_index": index_of(observed.structuredContent["text"], "ID: Seven"),
+                    "state_id": said_state_id(observed),
+                    "element_index": index_of(text_of(observed), "ID: Seven"),
                 },
             )
 
@@ -55,5 +56,5 @@ async def test_two_hosts_share_one_queue_as_two_sessions(
             assert held["sessions"] >= 2 and len(held["clients"]) >= 2
         for name in ("first", "second"):
             assert not results[name].isError, results[name]
-            assert results[name].structuredContent["delivery"] == "dispatched"
+            assert said_delivery(results[name]) == "dispatched"
     assert desk.received("click") == 2

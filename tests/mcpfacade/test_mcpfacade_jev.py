@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from dhtest.jev_rig import BUTTON, jev_factory, pick
+from dhtest.mcpsaid import said_code
 from facade_rig import JevTarget, RawHost
 
 pytestmark = pytest.mark.slow
@@ -71,7 +72,7 @@ def test_mode_set_announces_a_changed_tool_list(raw: Any) -> None:
     assert tools["run"]["description"].startswith("Not available")
     host.call(4, "run", {"app": "Calculator", "goal": "x"})
     refused = host.reply(4)["result"]
-    assert refused["isError"] and refused["structuredContent"]["code"] == "jev_mode_required"
+    assert refused["isError"] and said_code(refused) == "jev_mode_required"
     host.call(5, "mode_get", {})
     assert host.reply(5)["result"]["structuredContent"]["mode"] == "native"
     host.call(6, "mode_set", {"mode": "jev"})

@@ -50,4 +50,4 @@ def test_a_live_facade_lists_none_refuses_them_and_says_it_is_an_agent(
         host.call(n, op, {})
         assert host.reply(n)["error"]["code"] == -32602  # unknown tool
     kinds = {c["name"]: c["kind"] for c in desk.json("status")["clients"]}
-    assert kinds["raw-host"] == "agent", kinds  # the facade's own connection, named for its host
+    assert kinds["raw-host"] == "mcp", kinds  # the facade's own connection, named for its host

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from dhtest.clidaemon import CliDaemon
+from dhtest.mcpsaid import said_code, said_delivery, said_state_id
 from facade_rig import RawHost
 
 pytestmark = pytest.mark.slow
@@ -60,10 +61,10 @@ def test_the_backends_approval_prompt_is_a_form_the_host_answers(
     _answer(host, ask, answer)
     result = host.reply(1)["result"]
     if observed:
-        assert not result["isError"] and result["structuredContent"]["state_id"]
+        assert not result["isError"] and said_state_id(result)
     else:
         assert result["isError"]
-        assert result["structuredContent"]["code"] in ("approval_declined", "approval_cancelled")
+        assert said_code(result) in ("approval_declined", "approval_cancelled")
     assert desk.received("get_app_state") == 1  # the backend asked: the call reached it
 
 
@@ -81,8 +82,8 @@ def test_a_question_nobody_answers_expires_with_its_code(
     ask = host.method("elicitation/create")
     result = host.reply(1, timeout=30)["result"]
     assert result["isError"]
-    assert result["structuredContent"]["code"] == "question_expired"
-    assert result["structuredContent"]["delivery"] == "refused"
+    assert said_code(result) == "question_expired"
+    assert said_delivery(result) == "refused"
     withdrawn = host.method("notifications/cancelled")
     assert withdrawn["params"]["requestId"] == ask["id"]
     assert desk.received("get_app_state") == 0
@@ -104,7 +105,7 @@ def test_a_host_that_cannot_ask_is_answered_for_from_a_console(
         assert pending["app"] == "Calculator" and pending["kind"] == "app_consent"
         console.answer(pending["id"], "once")
         result = host.reply(1)["result"]
-        assert not result["isError"] and result["structuredContent"]["state_id"]
+        assert not result["isError"] and said_state_id(result)
     finally:
         console.close()
     assert desk.received("get_app_state") == 1

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from dhtest.clidaemon import CliDaemon
+from dhtest.mcpsaid import said_code, said_delivery, said_state_id, text_of
 from facade_rig import RawHost
 
 pytestmark = pytest.mark.slow
@@ -69,7 +70,7 @@ def test_the_older_revision_gets_enum_forms(
         }
     )
     result = host.reply(1)["result"]
-    assert not result["isError"] and result["structuredContent"]["app"] == "Calculator"
+    assert not result["isError"] and "accessibility tree of Calculator" in text_of(result)
 
 
 def test_cancel_mid_action_sends_no_reply_and_the_delivery_is_honest(
@@ -79,7 +80,7 @@ def test_cancel_mid_action_sends_no_reply_and_the_delivery_is_honest(
     host = hosts(desk)
     host.initialize()
     host.call(1, "get_app_state", {"app": "Calculator"})
-    state = host.reply(1)["result"]["structuredContent"]["state_id"]
+    state = said_state_id(host.reply(1)["result"])
     host.call(2, "click", {"app": "Calculator", "state_id": state, "element_index": 17})
     deadline = time.monotonic() + 20
     while desk.received("click") == 0:  # the click has reached the backend
@@ -142,7 +143,7 @@ def test_the_daemon_restarting_mid_session(
     host = hosts(desk)
     host.initialize()
     host.call(1, "get_app_state", {"app": "Calculator"})
-    first = host.reply(1)["result"]["structuredContent"]["state_id"]
+    first = said_state_id(host.reply(1)["result"])
     host.call(2, "click", {"app": "Calculator", "state_id": first, "element_index": 17})
     deadline = time.monotonic() + 20
     while desk.received("click") == 0:
@@ -151,8 +152,8 @@ def test_the_daemon_restarting_mid_session(
     desk.daemon.proc.kill()
     desk.daemon.proc.wait(10)
     lost = host.reply(2)["result"]
-    assert lost["isError"] and lost["structuredContent"]["code"] == "outcome_unknown"
-    assert lost["structuredContent"]["delivery"] == "unknown"
+    assert lost["isError"] and said_code(lost) == "outcome_unknown"
+    assert said_delivery(lost) == "unknown"
     assert "may or may not have happened" in lost["content"][0]["text"]
     desk.restart()
     host.call(3, "get_app_state", {"app": "Calculator"})
@@ -161,4 +162,4 @@ def test_the_daemon_restarting_mid_session(
     assert "new session" in again["content"][0]["text"]
     host.call(4, "click", {"app": "Calculator", "state_id": first, "element_index": 17})
     stale = host.reply(4)["result"]
-    assert stale["isError"] and stale["structuredContent"]["code"].startswith("state_")
+    assert stale["isError"] and said_code(stale).startswith("state_")

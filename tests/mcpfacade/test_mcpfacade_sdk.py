@@ -11,6 +11,7 @@ from typing import Any
 import mcp.types as types
 import pytest
 from dhtest.clidaemon import CliDaemon
+from dhtest.mcpsaid import said_code, said_delivery, said_state_id
 from facade_rig import display, index_of, sdk_host, text_of
 
 pytestmark = pytest.mark.slow
@@ -26,33 +27,33 @@ async def test_handshake_tools_and_the_calculator(desks: Callable[..., CliDaemon
         assert len(names) == 15 and {"get_app_state", "click", "run", "stop"} <= set(names)
         click = next(t for t in listed.tools if t.name == "click")
         assert click.inputSchema["required"] == ["app", "state_id"]
-        assert click.outputSchema is not None and click.annotations is not None
+        assert click.outputSchema is None and click.annotations is not None  # text and image only
         assert click.annotations.destructiveHint is True
 
         seen = await host.call_tool("get_app_state", {"app": "Calculator"})
         assert not seen.isError
-        state = seen.structuredContent["state_id"]
+        state = said_state_id(seen)
         assert f"stateId for Calculator: {state}" in text_of(seen)
         assert any(c.type == "image" and c.data for c in seen.content)
-        seven = index_of(seen.structuredContent["text"], "ID: Seven")
+        seven = index_of(text_of(seen), "ID: Seven")
 
         clicked = await host.call_tool(
             "click", {"app": "Calculator", "state_id": state, "element_index": seven}
         )
-        assert not clicked.isError and clicked.structuredContent["delivery"] == "dispatched"
-        next_state = clicked.structuredContent["state_id"]
+        assert not clicked.isError and said_delivery(clicked) == "dispatched"
+        next_state = said_state_id(clicked)
         assert next_state and next_state != state
 
         typed = await host.call_tool(
             "type_text", {"app": "Calculator", "state_id": next_state, "text": "*6="}
         )
         assert not typed.isError, text_of(typed)
-        assert display(typed.structuredContent["text"]) == "42"
+        assert display(text_of(typed)) == "42"
 
         again = await host.call_tool(
             "click", {"app": "Calculator", "state_id": state, "element_index": seven}
         )
-        assert again.isError and again.structuredContent["code"] == "state_consumed"
+        assert again.isError and said_code(again) == "state_consumed"
         assert "get_app_state" in text_of(again)
 
         status = await host.call_tool("status", {})
@@ -66,11 +67,11 @@ async def test_wrong_argument_types_are_tool_errors(desks: Callable[..., CliDaem
     async with sdk_host(desk) as host:
         bad = await host.call_tool("click", {"app": "Calculator", "state_id": 5})
         assert bad.isError and "arguments.state_id must be a string" in text_of(bad)
-        assert bad.structuredContent["code"] == "invalid_arguments"
+        assert said_code(bad) == "invalid_arguments"
         with pytest.raises(Exception, match="Unknown tool"):
             await host.call_tool("format_disk", {})
         ok = await host.call_tool("list_apps", {})
-        assert not ok.isError and "Calculator" in ok.structuredContent["text"]
+        assert not ok.isError and "Calculator" in text_of(ok)
     assert desk.received("click") == 0
 
 
@@ -107,11 +108,11 @@ async def test_consent_through_elicitation(
     assert consts == ["once", "always", "deny"]
     assert "> " in asked[0].message and "Calculator" in asked[0].message
     if allowed:
-        assert not result.isError and result.structuredContent["state_id"]
+        assert not result.isError and said_state_id(result)
     else:
         assert result.isError
-        assert result.structuredContent["code"] == "consent_denied"
-        assert result.structuredContent["delivery"] == "refused"
+        assert said_code(result) == "consent_denied"
+        assert said_delivery(result) == "refused"
     assert desk.received("get_app_state") == (1 if allowed else 0)
     grants = desk.root / "config" / "deskhand" / "grants.json"
     assert not grants.exists() or json.loads(grants.read_text()).get("grants", []) == []
@@ -124,7 +125,7 @@ async def test_a_host_without_elicitation_is_refused_with_a_code(
     async with sdk_host(desk) as host:
         result = await host.call_tool("get_app_state", {"app": "Calculator"})
     assert result.isError
-    code = result.structuredContent["code"]
-    assert code == "consent_denied" and result.structuredContent["delivery"] == "refused"
+    code = said_code(result)
+    assert code == "consent_denied" and said_delivery(result) == "refused"
     assert "Next step" in text_of(result)
     assert desk.received("get_app_state") == 0

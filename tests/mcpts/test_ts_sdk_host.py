@@ -4,8 +4,9 @@ A second peer no one here wrote (besides the Python SDK in tests/mcpfacade): the
 in tests/peers/mcp-ts/host.mjs, on Node 22 with ``@modelcontextprotocol/sdk`` from the npm
 registry, starts the facade over stdio against a real daemon on the simulated desktop and
 works the core path: initialize, the tool list, observe, click by index, type, and Deskhand's
-consent question answered through the SDK's elicitation handler. The SDK checks every result's
-``structuredContent`` against the tool's ``outputSchema`` itself; a mismatch fails the step.
+consent question answered through the SDK's elicitation handler. The SDK checks the
+``structuredContent`` of every tool that declares an ``outputSchema`` itself; a mismatch fails
+the step.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 from dhtest.clidaemon import CliDaemon, cli_daemons
+from dhtest.mcpsaid import said_code, said_delivery, said_state_id
 
 pytestmark = pytest.mark.slow
 
@@ -79,7 +81,7 @@ def test_the_calculator_through_the_typescript_sdk(
     """Initialize, list, observe, click 7 by index, type ``*6=``: 42 on the display; a stateId
     spent once is refused with its code."""
     desk = desks({"preapproved": ["*"]}, TYPESAFE_API_KEY="")
-    state = {"$last": "state_id"}
+    state = {"$state": True}
     lines = run_host(
         desk,
         tmp_path,
@@ -109,32 +111,37 @@ def test_the_calculator_through_the_typescript_sdk(
     assert all(line["ok"] for line in lines), lines
     names = {t["name"] for t in listed["result"]["tools"]}
     assert {"get_app_state", "click", "type_text", "run", "mode_set", "status", "stop"} <= names
-    assert all("outputSchema" in t for t in listed["result"]["tools"])
+    schemas = {t["name"]: "outputSchema" in t for t in listed["result"]["tools"]}
+    assert schemas["run"] and schemas["status"] and schemas["mode_set"]  # checked by the SDK
+    assert not schemas["get_app_state"] and not schemas["click"]  # text and image only
 
     observation = seen["result"]
-    assert not observation.get("isError")
+    assert not observation.get("isError") and "structuredContent" not in observation
     assert any(c["type"] == "image" and c["data"] and c["mimeType"] for c in observation["content"])
-    assert observation["structuredContent"]["state_id"] in texts(observation)
+    assert said_state_id(observation)
 
-    assert clicked["result"]["structuredContent"]["delivery"] == "dispatched"
-    assert display(typed["result"]["structuredContent"]["text"]) == "42"
+    assert said_delivery(clicked["result"]) == "dispatched"
+    assert display(texts(typed["result"])) == "42"
     refusal = stale["result"]
-    assert refusal["isError"] and refusal["structuredContent"]["code"] == "state_unknown"
+    assert refusal["isError"] and said_code(refusal) == "state_unknown"
     assert desk.received("click") == 1 and desk.received("type_text") == 1
 
 
 @pytest.mark.parametrize(
     ("answer", "allowed"),
     [
-        ({"action": "accept", "content": {"choice": "once"}}, True),
-        ({"action": "decline"}, False),
-        ({"action": "cancel"}, False),
+        ({"action": "accept", "content": {"choice": "once"}}, "allowed"),
+        ({"action": "decline", "delay_ms": 1200}, "declined"),  # a person's no takes a while
+        ({"action": "cancel", "delay_ms": 1200}, "declined"),
+        ({"action": "decline"}, "nobody"),  # at once: the host's own answer, not a person's
     ],
 )
 def test_consent_answered_through_the_typescript_sdk(
-    desks: Callable[..., CliDaemon], tmp_path: Path, answer: dict[str, Any], allowed: bool
+    desks: Callable[..., CliDaemon], tmp_path: Path, answer: dict[str, Any], allowed: str
 ) -> None:
-    """The consent question arrives as a form the SDK accepts; its answer decides, exactly."""
+    """The consent question arrives as a form the SDK accepts; its answer decides, exactly. A
+    refusal that comes back faster than a person could answer is the host's own: the refusal
+    says nobody was asked, never that the person said no."""
     desk = desks({"preapproved": ["*"]}, grants=(), TYPESAFE_API_KEY="")
     lines = run_host(
         desk,
@@ -146,9 +153,12 @@ def test_consent_answered_through_the_typescript_sdk(
     assert len(asked) == 1 and "Calculator" in asked[0]["message"]
     assert "choice" in asked[0]["requestedSchema"]["properties"]
     (result,) = [line["result"] for line in lines if line.get("step") == 0]
-    if allowed:
-        assert not result.get("isError") and result["structuredContent"]["state_id"]
+    if allowed == "allowed":
+        assert not result.get("isError") and said_state_id(result)
     else:
-        assert result["isError"] and result["structuredContent"]["code"] == "consent_denied"
-        assert result["structuredContent"]["delivery"] == "refused"
-    assert desk.received("get_app_state") == (1 if allowed else 0)
+        assert result["isError"] and said_code(result) == "consent_denied"
+        assert said_delivery(result) == "refused"
+        said_no = "the person said no" in texts(result)
+        assert said_no is (allowed == "declined"), texts(result)
+        assert ("nobody was asked" in texts(result)) is (allowed == "nobody")
+    assert desk.received("get_app_state") == (1 if allowed == "allowed" else 0)

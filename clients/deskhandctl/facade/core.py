@@ -208,7 +208,7 @@ def initialize_result(host: Host, server_version: str) -> dict[str, Any]:
 
 
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-SESSION_NAME_MAX = 100  # grammar.SESSION_NAME_MAX; the daemon refuses longer names
+SESSION_NAME_MAX = 100  # wire.names.SESSION_NAME_MAX; the daemon refuses longer names
 
 
 def _clean(text: str) -> str:
@@ -307,6 +307,26 @@ def elicitation_params(event: dict[str, Any], revision: str) -> dict[str, Any]:
     if revision != "2025-06-18":
         params["mode"] = "form"
     return params
+
+
+# No person reads a question about their desktop and answers it this fast: an answer that comes
+# back sooner was given by the host itself. Claude Code in print mode (`claude -p`) cancels every
+# elicitation within about 10 ms, `codex exec` declines within 1 ms (both measured with Claude
+# Code 2.1.332 and Codex 0.171.0). A person answering a dialog takes seconds.
+PERSON_FLOOR_S = 1.0
+
+
+def host_answered_itself(response: Response | None, elapsed_s: float) -> bool:
+    """Whether the host's answer to an elicitation was the host's own and no person's: a
+    refusal (decline, cancel, an error such as "method not found") that came back faster than
+    a person could read the question. Such an answer is passed on (``question_pass``): the
+    question waits for a console and is never counted as the person's no. An ``accept`` is
+    never the host's own: a host that accepts by itself does so because the person configured
+    it to (a hook they wrote), and it is taken as their answer."""
+    if response is None:
+        return False  # withdrawn, or the call ended: nothing to pass on
+    accepted = response.result is not None and response.result.get("action") == "accept"
+    return not accepted and elapsed_s < PERSON_FLOOR_S
 
 
 def choice_from_answer(event: dict[str, Any], response: Response | None) -> str:

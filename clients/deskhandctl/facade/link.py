@@ -152,7 +152,7 @@ class Link:
             welcome = Session(ws, socket_path=self.socket_path).hello(
                 name=self.client_name,
                 version=self.client_version,
-                kind="agent",
+                kind="mcp",
                 session=session_name,
                 can_answer_questions=self.can_answer_questions,
             )

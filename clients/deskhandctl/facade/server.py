@@ -19,6 +19,7 @@ import os
 import queue
 import sys
 import threading
+import time
 
 from deskhandctl.facade import core
 from deskhandctl.facade.core import Notification, Request, Response
@@ -79,7 +80,7 @@ class _Workers:
 class _Elicitation:
     """One question put to the host, waiting for its response or for the question to close."""
 
-    __slots__ = ("active", "done", "event", "id", "response")
+    __slots__ = ("active", "answered_at", "asked_at", "done", "event", "id", "response")
 
     def __init__(self, elicitation_id: int, event: dict[str, Any], active: _Active) -> None:
         self.id = elicitation_id
@@ -87,6 +88,8 @@ class _Elicitation:
         self.active = active
         self.done = threading.Event()
         self.response: Response | None = None
+        self.asked_at = 0.0  # monotonic: when the question went to the host
+        self.answered_at = 0.0  # and when its response came back
 
 
 class Server:
@@ -228,6 +231,7 @@ class Server:
             pending = self._elicitations.pop(response.id, None)  # type: ignore[call-overload]
         if pending is None:
             return  # late (we cancelled it) or unknown: the spec says ignore it
+        pending.answered_at = time.monotonic()
         pending.response = response
         pending.done.set()
 
@@ -466,6 +470,7 @@ class Server:
             self._next_elicitation += 1
             self._elicitations[pending.id] = pending
             active.elicitations.add(pending.id)
+        pending.asked_at = time.monotonic()
         self.write(
             {
                 "jsonrpc": "2.0",
@@ -480,21 +485,27 @@ class Server:
         pending.done.wait()
         if pending.response is None:
             return  # closed: answered elsewhere, expired, or its call ended
-        choice = core.choice_from_answer(pending.event, pending.response)
-        _log(f"the host answered question {pending.event.get('id')!r}: {choice}")
+        question_id = str(pending.event.get("id"))
+        elapsed = pending.answered_at - pending.asked_at
+        if core.host_answered_itself(pending.response, elapsed):
+            # Nobody saw it: never relay that as the person's no. A console may still answer.
+            _log(f"the host answered question {question_id!r} by itself in {elapsed:.3f} s")
+            op, fields = "question_pass", {"question_id": question_id}
+        else:
+            choice = core.choice_from_answer(pending.event, pending.response)
+            _log(f"the host answered question {question_id!r}: {choice}")
+            op, fields = "answer", {"question_id": question_id, "choice": choice}
         link = self._link
         if link is None:
             return
         from deskhandctl.facade.link import Lost
 
         try:
-            reply = link.request(
-                "answer", {"question_id": str(pending.event.get("id")), "choice": choice}
-            )
+            reply = link.request(op, fields)
         except Lost:
             return  # the call waiting on it learns about the lost link itself
         if reply.get("type") == "error":
-            _log(f"the daemon did not take the answer: {reply.get('error')}")
+            _log(f"the daemon did not take the {op}: {reply.get('error')}")
 
     def _close_elicitation(self, pending: _Elicitation, reason: str) -> None:
         """Withdraw a question from the host (it gets ``notifications/cancelled``)."""
@@ -524,12 +535,16 @@ def _object(value: object) -> dict[str, Any]:
 
 
 def _summary(result: dict[str, Any]) -> str:
-    structured = result.get("structuredContent")
-    if isinstance(structured, dict) and result.get("isError"):
-        return f"{structured.get('code')} (delivery {structured.get('delivery')})"
-    if isinstance(structured, dict) and "delivery" in structured:
-        return f"done (delivery {structured.get('delivery')})"
-    return "done"
+    """A result in a few words for the log, read from its text (the one part every result
+    has): the refusal's code, or done, with the delivery it states."""
+    import re
+
+    blocks = result.get("content") or []
+    text = "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict))
+    failed = re.search(r"^\S+ failed: ([a-z_]+)\.", text, re.MULTILINE)
+    delivery = re.search(r"[Dd]elivery: ([a-z]+)", text)
+    said = f" (delivery {delivery.group(1)})" if delivery else ""
+    return (failed.group(1) if failed and result.get("isError") else "done") + said
 
 
 def _log(line: str) -> None:

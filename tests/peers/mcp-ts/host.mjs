@@ -5,11 +5,14 @@
 // order and prints one JSON line per step on stdout ({step, ok, result | error}); the Python
 // test makes the assertions. A step's arguments may refer to what came before:
 //   {"$last": "state_id"}       the previous tool result's structuredContent field
+//   {"$state": true}            the stateId the previous result's text hands on
+//                               ("stateId for APP: ID" or "New stateId for APP: ID")
 //   {"$index": "button 7\\b"}   the element index on the line of the previous result's text
 //                               that matches this pattern (Sky's "<index> <role> <label>" lines)
 // With "elicitation" in the plan the client declares the capability and answers each
-// elicitation/create with the next answer of the list ({"action": ..., "content": ...}); the
-// requests it received are printed as {"elicitation": params} lines.
+// elicitation/create with the next answer of the list ({"action": ..., "content": ...}, and
+// "delay_ms" to answer only after that long, as a person would); the requests it received are
+// printed as {"elicitation": params} lines.
 //
 // PLAN = {"command": str, "args": [str], "env": {str: str}, "elicitation": [answer] | null,
 //         "steps": [{"list_tools": true} | {"tool": str, "arguments": {...}}]}
@@ -30,7 +33,9 @@ const client = new Client(
 if (answers) {
 	client.setRequestHandler(ElicitRequestSchema, async (request) => {
 		out({ elicitation: request.params });
-		return answers.shift() ?? { action: "cancel" };
+		const { delay_ms: delay = 0, ...answer } = answers.shift() ?? { action: "cancel" };
+		if (delay > 0) await new Promise((done) => setTimeout(done, delay));
+		return answer;
 	});
 }
 
@@ -45,6 +50,12 @@ function resolve(value, last) {
 	if (Array.isArray(value)) return value.map((v) => resolve(v, last));
 	if (value === null || typeof value !== "object") return value;
 	if ("$last" in value) return last?.structuredContent?.[value.$last];
+	if ("$state" in value) {
+		const text = (last?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+		const m = text.match(/^(?:New )?stateId for .+?: (\S+)$/m);
+		if (!m) throw new Error("the previous result handed on no stateId");
+		return m[1];
+	}
 	if ("$index" in value) {
 		const pattern = new RegExp(value.$index);
 		const text = (last?.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
