@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import socket as socketlib
 import sys
 import threading
 import time
@@ -116,6 +117,7 @@ class Server:
         self._workers = _Workers()
         self._stdin: BinaryIO | None = None
         self._input_ended = threading.Event()
+        self.stop_signal: int | None = None
 
     # ----- stdio -------------------------------------------------------------------------------
 
@@ -131,12 +133,35 @@ class Server:
     def serve(self, stdin: BinaryIO) -> int:
         self._stdin = stdin
         # The reading moves between worker threads (see _read_lines); this thread only waits
-        # for the end of input, so a call still running then never delays the exit.
+        # for the end of input (or a stop signal), so a call still running then never delays
+        # the exit.
         self._workers.submit(self._read_lines)
         self._input_ended.wait()
+        if self.stop_signal is not None:
+            self._wind_down()
         if self._link is not None:
             self._link.close()
         return 0
+
+    def stop(self, signum: int) -> None:
+        """A stop signal arrived (the main thread's handler calls this): end like the end of
+        input, after :meth:`_wind_down`. Hosts stop their servers with SIGINT then SIGTERM a
+        moment later (Claude Code: 100 ms), or SIGTERM to the group (Codex)."""
+        self.stop_signal = signum
+        self._input_ended.set()
+
+    def _wind_down(self) -> None:
+        """Cancel every call in flight at the daemon, and give them a moment to hear back:
+        the daemon then records each with its delivery (refused when nothing was sent yet,
+        unknown once it was), and each call's log line says which. The host is going away, so
+        they get no response."""
+        with self._lock:
+            active = list(self._active)
+        for request_id in active:
+            self._cancel(request_id, "deskhandctl mcp is stopping")
+        deadline = time.monotonic() + STOP_GRACE_S
+        while self._active and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _read_lines(self) -> None:
         """Read and handle stdin's lines until it ends, or until a line is a tool call: then
@@ -212,12 +237,43 @@ class Server:
         if isinstance(host, str):
             self.write(core.error_message(req.id, core.INVALID_PARAMS, host))
             return
+        unreachable = self._unreachable()
+        if unreachable:
+            # A host shows a server that initialized as connected and working; one that cannot
+            # work should say so where the person looks (`claude mcp list`: "Failed to connect").
+            _log(unreachable)
+            self.write(core.error_message(req.id, core.SERVER_ERROR, unreachable))
+            return
         self.host = host
         _log(
             f"serving {host.name} {host.version} (MCP {host.revision}, "
             f"elicitation {'yes' if host.elicitation else 'no'})"
         )
         self.write(core.result_message(req.id, core.initialize_result(host, self.version)))
+
+    def _unreachable(self) -> str:
+        """Why no tool could work, when the daemon is not there and this server may not start
+        one (``--no-autostart``, ``DESKHAND_NO_AUTOSTART``); "" otherwise. One connect, no
+        handshake: it costs well under a millisecond when the daemon is there."""
+        from deskhandctl.wire.connect import autostart_allowed, resolve_socket
+
+        if self.autostart and autostart_allowed(False):
+            return ""  # the first tool call starts the daemon if it is not running
+        socket_path = resolve_socket(self.socket_path)
+        probe = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+        try:
+            probe.settimeout(2.0)
+            probe.connect(socket_path)
+        except OSError as exc:
+            return (
+                f"Deskhand's daemon is not reachable at {socket_path} ({exc.strerror or exc}) "
+                "and this server may not start one (autostart is off): start it "
+                "(`systemctl --user start deskhand.socket`, or `deskhand-d`), then restart "
+                "this server in the host"
+            )
+        finally:
+            probe.close()
+        return ""
 
     def _notification(self, note: Notification) -> None:
         if note.method == "notifications/initialized":
@@ -555,9 +611,17 @@ def _log(line: str) -> None:
         pass
 
 
+STOP_GRACE_S = 0.5
+"""How long a stop signal waits for the cancelled calls' replies: well inside the second a host
+gives before it kills the server."""
+
+
 def run(args: Args) -> int:
     """The ``mcp`` command's handler (named in the grammar table): serve MCP on stdin/stdout,
-    with the global ``--socket`` and ``--no-autostart``, until the host closes stdin."""
+    with the global ``--socket`` and ``--no-autostart``, until the host closes stdin or stops
+    it with SIGINT or SIGTERM."""
+    import signal
+
     socket, no_autostart = args.socket, args.no_autostart
     from deskhand_d import __version__
 
@@ -566,7 +630,17 @@ def run(args: Args) -> int:
     sys.stdout = sys.stderr
     # The socket is resolved when the first tool needs the daemon: initialize stays cheap.
     server = Server(out, socket_path=socket, autostart=not no_autostart, version=__version__)
-    try:
-        return server.serve(sys.stdin.buffer)
-    except KeyboardInterrupt:
-        return 130
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda number, _frame: server.stop(number))
+    code = server.serve(sys.stdin.buffer)
+    if server.stop_signal is not None:
+        _log(f"stopped by {signal.Signals(server.stop_signal).name}")
+        # A worker thread is still blocked reading stdin and holds its buffer's lock; the
+        # interpreter's own shutdown would wait on that lock and abort ("could not acquire
+        # lock for <stdin>"). Everything worth keeping is written: leave at once.
+        try:
+            out.flush()
+        except (OSError, ValueError):
+            pass
+        os._exit(0)
+    return code
