@@ -220,7 +220,7 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
             {"command": "mcp", "socket": "/s", "no_autostart": True},
         ),
         (
-            ["mcp", "config", "--host", "codex", "--write", "--name=desk-1"],
+            ["mcp", "config", "--host", "codex", "--write", "--name=desk-1", "--approve-tools"],
             {
                 "command": "mcp config",
                 "params": {
@@ -229,6 +229,7 @@ def slow_or_exit(argv: list[str]) -> dict[str, object] | None:
                     "name": "desk-1",
                     "write": True,
                     "platform": None,
+                    "approve_tools": True,
                 },
             },
         ),
@@ -479,7 +480,14 @@ def test_mcp_help_says_what_it_serves_and_how(capsys: pytest.CaptureFixture[str]
         (
             ["mcp", "config", "--host", "vscode", "--scope", "project"],
             "deskhandctl.setup.mcpconfig.configure",
-            {"host": "vscode", "scope": "project", "name": None, "write": None, "platform": None},
+            {
+                "host": "vscode",
+                "scope": "project",
+                "name": None,
+                "write": None,
+                "platform": None,
+                "approve_tools": None,
+            },
         ),
     ],
 )

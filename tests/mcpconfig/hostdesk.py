@@ -26,6 +26,11 @@ RUNTIME_DIR = "/run/user/4242"
 SOCKET = f"{RUNTIME_DIR}/deskhand/deskhand.sock"
 COMMAND = os.path.abspath(sys.executable)
 ARGS = ["-P", "-m", "deskhandctl", "mcp"]
+#: A project's entry: portable, checked in, nothing of this machine in it.
+PORTABLE_COMMAND = "deskhandctl"
+PORTABLE_ARGS = ["mcp"]
+PORTABLE = {"command": PORTABLE_COMMAND, "args": PORTABLE_ARGS}
+PORTABLE_TYPED = {"type": "stdio", **PORTABLE}
 #: Every host and scope, the file it writes (under the test's home) and the table it holds.
 HOST_FILES = [
     ("claude-code", "user", ".claude.json", "mcpServers"),
@@ -121,6 +126,11 @@ def snippet(out: str) -> str:
     else:
         end = next(i for i in range(start, len(lines)) if lines[i].startswith("Or "))
     return "\n".join(lines[start:end]).strip() + "\n"
+
+
+def machine_paths(desk: Desk) -> list[str]:
+    """Absolute paths of this machine that a portable entry must not hold."""
+    return [COMMAND, str(desk.home), str(desk.project), RUNTIME_DIR, os.path.dirname(COMMAND)]
 
 
 def read_json(path: Path) -> Any:

@@ -8,7 +8,18 @@ import shlex
 import tomllib
 
 import pytest
-from hostdesk import ARGS, COMMAND, HOST_FILES, SOCKET, Desk, files_in, snippet
+from hostdesk import (
+    ARGS,
+    COMMAND,
+    HOST_FILES,
+    PORTABLE_ARGS,
+    PORTABLE_COMMAND,
+    SOCKET,
+    Desk,
+    files_in,
+    machine_paths,
+    snippet,
+)
 
 
 def parsed_entry(out: str, key: str, name: str = "deskhand") -> dict[str, object]:
@@ -24,13 +35,23 @@ def parsed_entry(out: str, key: str, name: str = "deskhand") -> dict[str, object
 def test_prints_the_entry_and_its_file(
     desk: Desk, host: str, scope: str, relative: str, key: str
 ) -> None:
-    """The printed snippet parses in the host's format and starts this interpreter."""
+    """The printed snippet parses in the host's format. User scope starts this interpreter
+    with the socket pinned; project scope (a file to check in) runs deskhandctl from PATH and
+    pins nothing of this machine, and says so."""
     res = desk.cli("--host", host, "--scope", scope)
     assert res.code == 0, res.err
     entry = parsed_entry(res.out, key)
-    assert entry["command"] == COMMAND
-    assert entry["args"] == ARGS
-    assert entry["env"] == {"DESKHAND_SOCKET": SOCKET}
+    if scope == "user":
+        assert entry["command"] == COMMAND
+        assert entry["args"] == ARGS
+        assert entry["env"] == {"DESKHAND_SOCKET": SOCKET}
+        assert "from PATH" not in res.out
+    else:
+        assert entry["command"] == PORTABLE_COMMAND
+        assert entry["args"] == PORTABLE_ARGS
+        assert "env" not in entry
+        assert not any(p in snippet(res.out) for p in machine_paths(desk))
+        assert "runs `deskhandctl` from PATH" in res.out and "check the file in" in res.out
     if host in ("claude-code", "vscode"):
         assert entry["type"] == "stdio"
     if host == "codex":
@@ -47,40 +68,45 @@ def host_command(out: str, program: str) -> list[str]:
 
 
 def test_claude_code_command(desk: Desk) -> None:
-    """claude mcp add with the scope, the env before --transport, the name, then the command."""
-    for scope in ("user", "project"):
-        argv = host_command(desk.cli("--host", "claude-code", "--scope", scope).out, "claude")
-        assert argv == [
-            "claude",
-            "mcp",
-            "add",
-            "--scope",
-            scope,
-            "-e",
-            f"DESKHAND_SOCKET={SOCKET}",
-            "--transport",
-            "stdio",
-            "deskhand",
-            "--",
-            COMMAND,
-            *ARGS,
-        ]
-
-
-def test_codex_and_vscode_commands(desk: Desk) -> None:
-    """codex mcp add and code --add-mcp for the user scope; none for project scope."""
-    out = desk.cli("--host", "codex", "--name", "desk-2").out
-    assert host_command(out, "codex") == [
-        "codex",
+    """claude mcp add with the scope, the env before --transport, the name, then the command;
+    for project scope the portable command and no env."""
+    argv = host_command(desk.cli("--host", "claude-code", "--scope", "user").out, "claude")
+    assert argv == [
+        "claude",
         "mcp",
         "add",
-        "desk-2",
-        "--env",
+        "--scope",
+        "user",
+        "-e",
         f"DESKHAND_SOCKET={SOCKET}",
+        "--transport",
+        "stdio",
+        "deskhand",
         "--",
         COMMAND,
         *ARGS,
     ]
+    argv = host_command(desk.cli("--host", "claude-code", "--scope", "project").out, "claude")
+    assert argv == [
+        "claude",
+        "mcp",
+        "add",
+        "--scope",
+        "project",
+        "--transport",
+        "stdio",
+        "deskhand",
+        "--",
+        PORTABLE_COMMAND,
+        *PORTABLE_ARGS,
+    ]
+
+
+def test_codex_and_vscode_commands(desk: Desk) -> None:
+    """code --add-mcp for VS Code's user scope; Codex's own command is not offered (it writes
+    no tool_timeout_sec); none for project scope."""
+    out = desk.cli("--host", "codex", "--name", "desk-2").out
+    assert " add it:" not in out
     assert "[mcp_servers.desk-2]" in out and "--name desk-2" in out
     spec = json.loads(host_command(desk.cli("--host", "vscode").out, "code")[2])
     assert spec == {
@@ -128,7 +154,7 @@ def test_platform_paths(desk: Desk, monkeypatch: pytest.MonkeyPatch) -> None:
     assert "no official Linux build" in out.out
     assert f"File: {desk.home}/codex-home/config.toml\n" in desk.cli("--host", "codex").out
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(desk.home / "cc"))
-    assert "CLAUDE_CONFIG_DIR is set" in desk.cli("--host", "claude-code").out
+    assert f"File: {desk.home}/cc/.claude.json\n" in desk.cli("--host", "claude-code").out
 
 
 @pytest.mark.parametrize(
@@ -187,10 +213,13 @@ def test_subprocess_prints(desk: Desk) -> None:
 
 def test_through_deskhandctl_mcp(desk: Desk) -> None:
     """python -m deskhandctl mcp config reaches this module, printing and writing."""
-    res = desk.sub("--host", "codex", "--scope", "project")
+    res = desk.sub("--host", "codex")
     assert res.code == 0, res.err
     assert parsed_entry(res.out, "mcp_servers")["command"] == COMMAND
+    res = desk.sub("--host", "codex", "--scope", "project")
+    assert res.code == 0, res.err
+    assert parsed_entry(res.out, "mcp_servers")["command"] == PORTABLE_COMMAND
     res = desk.sub("--host", "cursor", "--scope", "project", "--write")
     assert res.code == 0, res.err
     written = json.loads((desk.project / ".cursor" / "mcp.json").read_text())
-    assert written["mcpServers"]["deskhand"]["args"] == ARGS
+    assert written["mcpServers"]["deskhand"]["args"] == PORTABLE_ARGS

@@ -15,6 +15,8 @@ from hostdesk import (
     COMMAND,
     FIXTURES,
     HOST_FILES,
+    PORTABLE,
+    PORTABLE_TYPED,
     SOCKET,
     Desk,
     dump_json,
@@ -30,16 +32,28 @@ def mode_of(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+def umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def backups(path: Path) -> list[Path]:
     return sorted(path.parent.glob(path.name + ".bak-*"))
 
 
-def codex_entry(name: str = "deskhand") -> str:
+def codex_entry(name: str = "deskhand", *, approve: bool = False) -> str:
+    approval = (
+        'default_tools_approval_mode = "approve"  # codex exec runs no tool it must ask about\n'
+        if approve
+        else ""
+    )
     return (
         f"[mcp_servers.{name}]\n"
         f'command = "{COMMAND}"\n'
         'args = ["-P", "-m", "deskhandctl", "mcp"]\n'
         "tool_timeout_sec = 600  # a call may wait for a consent answer\n"
+        f"{approval}"
         "\n"
         f"[mcp_servers.{name}.env]\n"
         f'DESKHAND_SOCKET = "{SOCKET}"\n'
@@ -48,18 +62,33 @@ def codex_entry(name: str = "deskhand") -> str:
 
 @pytest.mark.parametrize(("host", "scope", "relative", "key"), HOST_FILES)
 def test_creates_a_missing_file(desk: Desk, host: str, scope: str, relative: str, key: str) -> None:
-    """Parent directories are made, the file is 0600 and holds only our entry; no backup."""
+    """Parent directories are made and the file holds only our entry; no backup. User scope:
+    0600 in a 0700 directory, this machine's entry; project scope (checked in, read by
+    teammates' tools): 0644 in a 0755 directory, the portable entry."""
     res = desk.cli("--host", host, "--scope", scope, "--write")
     assert res.code == 0, res.err
     path = desk.path(relative)
-    assert mode_of(path) == 0o600
-    assert f"Created {path} (mode 0600)" in res.out
-    if host == "codex":
+    user = scope == "user"
+    assert mode_of(path) == (0o600 if user else 0o644)
+    assert f"Created {path} (mode {'0600' if user else '0644'})" in res.out
+    if path.parent not in (desk.home, desk.project):
+        assert mode_of(path.parent) == (0o700 if user else 0o755) & ~umask()
+    typed = host in ("claude-code", "vscode")
+    if host == "codex" and user:
         assert path.read_text() == codex_entry()
-        assert "tool_timeout_sec" in res.out
+    elif host == "codex":
+        assert path.read_text() == mcpconfig.toml_entry("deskhand", mcpconfig.PORTABLE)
+        assert tomllib.loads(path.read_text())["mcp_servers"]["deskhand"] == {
+            **PORTABLE,
+            "tool_timeout_sec": 600,
+        }
+    elif user:
+        assert path.read_text() == dump_json({key: {"deskhand": TYPED if typed else ENTRY}})
     else:
-        entry = TYPED if host in ("claude-code", "vscode") else ENTRY
+        entry = PORTABLE_TYPED if typed else PORTABLE
         assert path.read_text() == dump_json({key: {"deskhand": entry}})
+    if host == "codex":
+        assert "tool_timeout_sec" in res.out
     assert backups(path) == []
     assert files_in(path.parent) == [path.name]
 
@@ -67,7 +96,7 @@ def test_creates_a_missing_file(desk: Desk, host: str, scope: str, relative: str
 JSON_SAMPLES = [
     ("claude-code", "user", "claude-code-user.json", ".claude.json", "mcpServers", TYPED),
     ("cursor", "user", "cursor-mcp.json", ".cursor/mcp.json", "mcpServers", ENTRY),
-    ("cursor", "project", "cursor-mcp.json", "project/.cursor/mcp.json", "mcpServers", ENTRY),
+    ("cursor", "project", "cursor-mcp.json", "project/.cursor/mcp.json", "mcpServers", PORTABLE),
     (
         "claude-desktop",
         "user",
@@ -77,7 +106,14 @@ JSON_SAMPLES = [
         ENTRY,
     ),
     ("vscode", "user", "vscode-mcp.json", ".config/Code/User/mcp.json", "servers", TYPED),
-    ("vscode", "project", "vscode-mcp.json", "project/.vscode/mcp.json", "servers", TYPED),
+    (
+        "vscode",
+        "project",
+        "vscode-mcp.json",
+        "project/.vscode/mcp.json",
+        "servers",
+        PORTABLE_TYPED,
+    ),
 ]
 
 
@@ -119,17 +155,19 @@ def test_claude_code_leaves_project_local_servers(desk: Desk) -> None:
 
 
 def test_rewrites_our_json_entry_in_place(desk: Desk) -> None:
-    """An older deskhand entry is replaced where it stands; the servers around it stay."""
+    """An older deskhand entry is replaced where it stands (its pinned socket dropped: a
+    project's entry pins nothing); the servers around it stay."""
     path = desk.place("claude-code-project.mcp.json", "project/.mcp.json")
     before = read_json(path)
     res = desk.cli("--host", "claude-code", "--scope", "project", "--write")
     assert res.code == 0, res.err
     after = read_json(path)
     assert list(after["mcpServers"]) == ["docs", "deskhand", "tracker"]
-    assert after["mcpServers"]["deskhand"] == TYPED
-    before["mcpServers"]["deskhand"] = TYPED
+    assert after["mcpServers"]["deskhand"] == PORTABLE_TYPED
+    before["mcpServers"]["deskhand"] = PORTABLE_TYPED
     assert path.read_text() == dump_json(before)
-    assert '-      "command": "deskhandctl",' in res.out
+    assert '-        "DESKHAND_SOCKET": "/run/user/1000/deskhand/old.sock"' in res.out
+    assert mode_of(path) == 0o600  # an existing file keeps its mode
 
 
 def test_codex_sample_keeps_every_byte(desk: Desk) -> None:
@@ -232,7 +270,7 @@ def test_subprocess_writes(desk: Desk) -> None:
     path = desk.place("vscode-mcp.json", "project/.vscode/mcp.json")
     res = desk.sub("--host", "vscode", "--scope", "project", "--write")
     assert res.code == 0, res.err
-    assert read_json(path)["servers"]["deskhand"] == TYPED
+    assert read_json(path)["servers"]["deskhand"] == PORTABLE_TYPED
     assert len(backups(path)) == 1
 
 

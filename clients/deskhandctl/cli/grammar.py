@@ -404,6 +404,11 @@ def _mcp_config_check(params: dict[str, object]) -> str | None:
         0 < len(name) <= _MCP_NAME_MAX and _MCP_NAME_CHARS.issuperset(name)
     ):
         return f"--name takes 1 to {_MCP_NAME_MAX} letters, digits, '-' and '_'"
+    if params.get("approve_tools") and host != "codex":
+        return (
+            "--approve-tools is for codex; Claude Code takes its tool permissions on its own "
+            "command line (claude -p --allowedTools mcp__deskhand)"
+        )
     platform = params.get("platform")
     if params.get("write") and platform is not None:
         from deskhand_d.paths import is_macos  # only for 'mcp config --write --platform'
@@ -981,6 +986,15 @@ COMMANDS: dict[str, Command] = {
                             "print for this platform's paths (default: the one this runs on; "
                             "not with --write)",
                             choices=_PLATFORMS,
+                            local=True,
+                        ),
+                        Param(
+                            "--approve-tools",
+                            "approve_tools",
+                            "codex only: let Codex run Deskhand's tools without its own "
+                            "approval, as 'codex exec' needs (Deskhand still asks the person "
+                            "before it touches an app)",
+                            switch=True,
                             local=True,
                         ),
                     ),

@@ -35,6 +35,7 @@ failed; 2 bad usage (from the parser).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import os
@@ -60,6 +61,10 @@ HOSTS = MCP_HOSTS  # the grammar's table lists them (its --host choices)
 DEFAULT_NAME = MCP_DEFAULT_NAME
 NEW_FILE_MODE = 0o600
 NEW_DIR_MODE = 0o700
+# A project's file is meant to be checked in and read by teammates' tools, as the hosts' own
+# commands write it (claude mcp add writes .mcp.json 0644): it holds no machine's paths.
+PROJECT_FILE_MODE = 0o644
+PROJECT_DIR_MODE = 0o755
 MAX_BYTES = 64 * 1024 * 1024  # ~/.claude.json holds Claude Code's state and can grow large
 CODEX_TOOL_TIMEOUT_S = 600
 """Codex gives a tool call 60 s by default; a call may wait while the person answers a
@@ -97,6 +102,7 @@ class Server:
     command: str
     args: tuple[str, ...]
     env: tuple[tuple[str, str], ...] = ()
+    approve_tools: bool = False  # Codex: run the tools without its own approval prompt
 
     @property
     def argv(self) -> list[str]:
@@ -132,6 +138,13 @@ def server_for(env: paths.Env, *, macos: bool, executable: str = sys.executable)
     return Server(os.path.abspath(executable), ("-P", "-m", "deskhandctl", "mcp"), tuple(pinned))
 
 
+PORTABLE = Server("deskhandctl", ("mcp",))
+"""A project's entry: the ``deskhandctl`` found on PATH, with the daemon's default socket, so
+the same checked-in file works on every teammate's machine where Deskhand is installed (and
+pins nothing of this one). A host that starts servers without the user's PATH (Codex passes
+few variables on) needs Deskhand's ``bin`` on the PATH it does pass."""
+
+
 def target_for(host: str, scope: str, env: paths.Env, *, macos: bool, cwd: Path) -> Target:
     """Where ``host`` keeps its servers for ``scope`` on this platform."""
     home = Path(env.get("HOME") or os.path.expanduser("~"))
@@ -148,22 +161,19 @@ def target_for(host: str, scope: str, env: paths.Env, *, macos: bool, cwd: Path)
                 "checked in)",
                 notes=("Claude Code asks once whether to trust the servers of a project file.",),
             )
-        notes = [
-            "Claude Code rewrites this file while it runs: quit it before --write, or let "
-            "claude mcp add make the change."
-        ]
-        if env.get("CLAUDE_CONFIG_DIR"):
-            notes.append(
-                "CLAUDE_CONFIG_DIR is set: Claude Code may read its settings from there "
-                "instead; claude mcp add writes where it reads."
-            )
+        # With CLAUDE_CONFIG_DIR set, Claude Code keeps (and reads) its state there, and only
+        # there: ~/.claude.json is then not read at all (seen with Claude Code 2.1.332).
+        config_dir = Path(env["CLAUDE_CONFIG_DIR"]) if env.get("CLAUDE_CONFIG_DIR") else None
         return Target(
             host,
             scope,
-            home / ".claude.json",
+            (config_dir / ".claude.json") if config_dir else home / ".claude.json",
             "mcpServers",
             'the top-level "mcpServers" object (the file also holds much else)',
-            notes=tuple(notes),
+            notes=(
+                "Claude Code rewrites this file while it runs: quit it before --write, or let "
+                "claude mcp add make the change.",
+            ),
         )
     if host == "codex":
         if scope == "project":
@@ -248,6 +258,10 @@ def toml_entry(name: str, server: Server, newline: str = "\n") -> str:
         f"args = [{args}]",
         f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT_S}  # a call may wait for a consent answer",
     ]
+    if server.approve_tools:
+        lines.append(
+            'default_tools_approval_mode = "approve"  # codex exec runs no tool it must ask about'
+        )
     if server.env:
         lines += ["", f"[mcp_servers.{name}.env]"]
         lines += [f"{key} = {toml_str(value)}" for key, value in server.env]
@@ -260,6 +274,8 @@ def toml_expected(server: Server) -> dict[str, Any]:
         "args": list(server.args),
         "tool_timeout_sec": CODEX_TOOL_TIMEOUT_S,
     }
+    if server.approve_tools:
+        entry["default_tools_approval_mode"] = "approve"
     if server.env:
         entry["env"] = dict(server.env)
     return entry
@@ -283,11 +299,8 @@ def host_command(target: Target, name: str, server: Server) -> list[str] | None:
             argv += ["-e", f"{key}={value}"]
         # --transport after -e: -e takes several values and would swallow the name otherwise.
         return [*argv, "--transport", "stdio", name, "--", *server.argv]
-    if target.host == "codex" and target.scope == "user":
-        argv = ["codex", "mcp", "add", name]
-        for key, value in server.env:
-            argv += ["--env", f"{key}={value}"]
-        return [*argv, "--", *server.argv]
+    # Not `codex mcp add`: it writes no tool_timeout_sec (Codex then ends a call waiting for
+    # the person's answer after 60 s) and, run again later, drops the one we wrote (0.171.0).
     if target.host == "vscode" and target.scope == "user":
         spec = {"name": name, **json_entry("vscode", server)}
         return ["code", "--add-mcp", json.dumps(spec, ensure_ascii=False)]
@@ -308,8 +321,6 @@ def print_entry(target: Target, name: str, server: Server, rerun: list[str]) -> 
     if command is not None:
         print(f"Or let {target.title} add it:")
         print(f"  {shlex.join(command)}")
-        if target.is_toml:
-            print(f"  then set tool_timeout_sec = {CODEX_TOOL_TIMEOUT_S} in its table (see below)")
         print()
     print("Or let deskhandctl edit the file (it keeps a backup):")
     print(f"  {shlex.join([*rerun, '--write'])}")
@@ -324,7 +335,29 @@ def _notes(target: Target, server: Server) -> list[str]:
     if target.is_toml:
         notes.append(
             f"tool_timeout_sec = {CODEX_TOOL_TIMEOUT_S}: Codex ends a tool call after 60 s by "
-            "default, and a call may be waiting for the person to answer a consent question."
+            "default, and a call may be waiting for the person to answer a consent question. "
+            "`codex mcp add` writes no such line and drops it when run over this entry: use "
+            "this command (with --write) instead."
+        )
+        if server.approve_tools:
+            notes.append(
+                'default_tools_approval_mode = "approve": Codex runs these tools without its own '
+                "prompt (`codex exec` refuses every tool it would have to ask about); Deskhand "
+                "still asks the person before it operates an app."
+            )
+        else:
+            notes.append(
+                "For `codex exec` (nobody there to approve a tool call), add --approve-tools."
+            )
+    if target.host == "claude-code":
+        notes.append(
+            "`claude -p` runs only the tools it is told to: add --allowedTools mcp__NAME "
+            "(NAME: the server's name)."
+        )
+    if server is PORTABLE or server.command == PORTABLE.command:
+        notes.append(
+            "The entry runs `deskhandctl` from PATH and the daemon's default socket, so it "
+            "works on every machine with Deskhand installed; check the file in."
         )
     for key, value in server.env:
         notes.append(f"{key}={value} is passed on so the server finds the daemon you use now.")
@@ -577,6 +610,10 @@ def _is_comment(line: str) -> bool:
     return line.lstrip().startswith("#")
 
 
+_TOML_OURS = ("command", "args", "tool_timeout_sec", "default_tools_approval_mode", "env")
+"""The keys of our Codex table that this command writes (others in it are the person's)."""
+
+
 def _check_toml(path: Path, new: str, old_doc: dict[str, Any], name: str, server: Server) -> None:
     manual = (
         f"mcp_servers.{name} in {path} is written in a form this command does not edit "
@@ -587,7 +624,7 @@ def _check_toml(path: Path, new: str, old_doc: dict[str, Any], name: str, server
     except tomllib.TOMLDecodeError:
         raise Refusal(manual) from None
     entry = new_doc.get("mcp_servers", {}).get(name, {})
-    mine = {k: v for k, v in entry.items() if k in ("command", "args", "tool_timeout_sec", "env")}
+    mine = {k: v for k, v in entry.items() if k in _TOML_OURS}
     if mine != toml_expected(server) or _without_entry(old_doc, name) != _without_entry(
         new_doc, name
     ):
@@ -632,19 +669,45 @@ def replace_atomically(path: Path, data: bytes, mode: int, expect: bytes | None)
     fsync_dir(path.parent)
 
 
+def has_entry(target: Target, text: str, name: str, server: Server) -> bool:
+    """Whether the file already holds exactly this entry, however it is laid out: a host that
+    rewrites its file (Claude Code drops the final newline and reorders nothing else) must not
+    make a second run report a change and leave another backup."""
+    try:
+        if target.is_toml:
+            entry = tomllib.loads(text).get("mcp_servers", {}).get(name)
+            wanted: dict[str, Any] = toml_expected(server)
+        else:
+            entry = json.loads(text.removeprefix("\ufeff")).get(target.key, {}).get(name)
+            wanted = json_entry(target.host, server)
+    except (ValueError, AttributeError):  # not parseable, or not objects: edit_* explains
+        return False
+    if not isinstance(entry, dict):
+        return False
+    if target.is_toml:  # keys of the person's own in our table stay theirs
+        # ...but all of ours count: an approval mode written before and not asked for now
+        # is a change (the edit drops it), not "already there".
+        entry = {k: v for k, v in entry.items() if k in _TOML_OURS}
+    return entry == wanted
+
+
 def write_entry(target: Target, name: str, server: Server) -> None:
     path = real_file(target.path)
     found = _read(path)
-    old, mode = found if found is not None else (None, NEW_FILE_MODE)
+    project = target.scope == "project"
+    new_mode = PROJECT_FILE_MODE if project else NEW_FILE_MODE
+    old, mode = found if found is not None else (None, new_mode)
     text = _decode(path, old) if old is not None else ""
+    if old is not None and has_entry(target, text, name, server):
+        print(f"{path} already has this entry for {name!r}; nothing written.")
+        return
     if target.is_toml:
         new = edit_toml(path, text, name, server)
     else:
         new = edit_json(path, text, target.key, name, json_entry(target.host, server))
-    if old is not None and new.encode() == old:
-        print(f"{path} already has this entry for {name!r}; nothing written.")
-        return
-    path.parent.mkdir(mode=NEW_DIR_MODE, parents=True, exist_ok=True)
+    path.parent.mkdir(
+        mode=PROJECT_DIR_MODE if project else NEW_DIR_MODE, parents=True, exist_ok=True
+    )
     saved = backup(path, old, mode) if old is not None else None
     replace_atomically(path, new.encode(), mode, old)
     if path != target.path:
@@ -683,7 +746,11 @@ def configure(args: Args) -> int:
     macos = (platform or running) == "macos"
     env = os.environ
     try:
-        server = server_for(env, macos=macos)
+        approve = bool(params.get("approve_tools"))
+        # A project's file is checked in and shared: it gets nothing of this machine.
+        server = PORTABLE if scope == "project" else server_for(env, macos=macos)
+        if approve:
+            server = dataclasses.replace(server, approve_tools=True)
         target = target_for(host, scope, env, macos=macos, cwd=Path.cwd())
         if not write:
             rerun = ["deskhandctl", "mcp", "config", "--host", host]
@@ -691,6 +758,8 @@ def configure(args: Args) -> int:
                 rerun += ["--scope", scope]
             if name != DEFAULT_NAME:
                 rerun += ["--name", name]
+            if approve:  # the offered --write must write the entry printed
+                rerun.append("--approve-tools")
             print_entry(target, name, server, rerun)
             return 0
         write_entry(target, name, server)
