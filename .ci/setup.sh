@@ -52,3 +52,4 @@ if [ "$(uname -s)" = Linux ]; then
   bash .ci/setup-desktop.sh
 fi
 bash .ci/setup-node.sh
+bash .ci/setup-hosts.sh

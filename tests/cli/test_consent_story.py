@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deskhandctl.cli.grammar import COMMANDS
+from deskhandctl.cli.grammar import COMMANDS, OPTION_BY_FLAG
 from deskhandctl.cli.parser import parse_fast
 from dhtest.clidaemon import CliDaemon, sim_desk
 from dhtest.mcpsaid import said_code, said_state_id
@@ -43,6 +43,9 @@ def is_cli_command(line: str) -> bool:
     them) and, when it gives arguments too, parses as a whole (placeholders such as APP filled
     in); a command that also runs without a subcommand (mcp) counts alone."""
     words = [PLACEHOLDERS.get(w, w) for w in shlex.split(line)[1:] if w not in ("…", "...")]
+    given = list(words)
+    while words and words[0] in OPTION_BY_FLAG:  # global options before the command
+        words = words[1 if OPTION_BY_FLAG[words[0]].convert is None else 2 :]
     if not words or words[0] not in COMMANDS:
         return False
     command, used = COMMANDS[words[0]], 1
@@ -50,7 +53,7 @@ def is_cli_command(line: str) -> bool:
         if len(words) < 2 or words[1] not in command.subcommands:
             return False
         used = 2
-    return len(words) == used or parse_fast(words) is not None
+    return len(words) == used or parse_fast(given) is not None
 
 
 @pytest.mark.parametrize("vocabulary", ["cli", "pi", "protocol"])

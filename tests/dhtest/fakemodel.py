@@ -176,9 +176,13 @@ class FakeModel:
         model: str = "fake-model",
         models_answer: dict[str, Any] | None = None,
         main_tool: str | None = None,
+        tools: tuple[str, ...] = (),
     ) -> None:
         self.script = list(script)
         self.main_tool = main_tool
+        # The tools the script's callables may call (they cannot be read off a callable): loaded
+        # through Claude Code's ToolSearch with those the script names directly.
+        self.tools = tools
         self.model = model
         self.models_answer = models_answer
         self.requests: list[Request] = []
@@ -327,7 +331,7 @@ class FakeModel:
             m
             for m in (
                 host_tool_name(deferred, t)
-                for t in _script_tools(self.script)
+                for t in dict.fromkeys([*_script_tools(self.script), *self.tools])
                 if host_tool_name(names, t) is None
             )
             if m

@@ -698,8 +698,7 @@ def test_visible_texts_and_summary() -> None:
         '"changed":true}'
     )
     assert (
-        json.loads(briefing.summarize_action("wait", None, before, before, False))["target"]
-        is None
+        json.loads(briefing.summarize_action("wait", None, before, before, False))["target"] is None
     )
     long_tree = ax.parse("0 window W\n" + "\n".join(f"\t{i} text {'x' * 100}" for i in range(1, 8)))
     assert len(briefing.visible_texts(long_tree)) == 240
