@@ -151,9 +151,16 @@ def _first_state(child: McpChild, app: str, ready: str) -> str:
         time.sleep(0.3)
 
 
-def _index(text: str, label: str) -> int:
+def _find(text: str, label: str) -> int | None:
     tree = ax.parse(text)
-    return next(e.index for e in tree.elements if "button" in e.role and e.label == label)
+    return next((e.index for e in tree.elements if "button" in e.role and e.label == label), None)
+
+
+def _index(text: str, label: str) -> int:
+    found = _find(text, label)
+    if found is None:
+        raise LookupError(f"no button {label!r} in the tree")
+    return found
 
 
 def _display(text: str) -> str:
@@ -335,7 +342,11 @@ def _split(
             for i in range(SPLIT_CLICKS):
                 step = dict(plan[i % len(plan)])
                 if "element" in step:
-                    step = {"element_index": str(_index(text, step.pop("element")))}
+                    label = step.pop("element")
+                    if _find(text, label) is None:  # the last click left it out of sight
+                        again = await backend.call("get_app_state", {"app": app})
+                        text = again.content[0]["text"]
+                    step = {"element_index": str(_index(text, label))}
                 marks.clear()
                 start = trio.current_time()
                 done = await backend.call("click", {"app": app, **step})

@@ -23,6 +23,7 @@ runs it too.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -136,10 +137,14 @@ class FacadeClicker:
         return dict(reply["result"])
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The result as a model reads it: its text, and the stateId the text hands on (the
+        tools that return a tree have no structuredContent: hosts would show that instead)."""
         result = self._call_raw("tools/call", {"name": tool, "arguments": arguments})
         if result.get("isError"):
             raise RuntimeError(f"{tool} failed: {result}")
-        return dict(result["structuredContent"])
+        text = "\n".join(b["text"] for b in result["content"] if b.get("type") == "text")
+        found = re.search(r"^(?:New )?stateId for .+?: (\S+)$", text, re.MULTILINE)
+        return {"text": text, "state_id": found.group(1) if found else None}
 
     def click(self, index: int) -> None:
         done = self.call("click", {"app": APP, "state_id": self.state, "element_index": index})

@@ -260,9 +260,15 @@ def versions() -> dict[str, str]:
 
 
 def step(title: str, fn: Callable[[], Any]) -> Any:
+    """One measure. A measure that fails is reported as failed, with its error, and the run
+    goes on: a real app misbehaving once must not cost the other numbers."""
     started = time.monotonic()
     print(f"- {title} ...", end="", flush=True, file=sys.stderr)
-    result = fn()
+    try:
+        result = fn()
+    except Exception as exc:
+        print(f" FAILED after {time.monotonic() - started:.1f}s: {exc!r}", file=sys.stderr)
+        return {"error": f"failed: {exc!r}"}
     print(f" {time.monotonic() - started:.1f}s", file=sys.stderr)
     return result
 

@@ -215,9 +215,11 @@ def _deskhand_calls(req: Request) -> set[str]:
     body = req.body if isinstance(req.body, dict) else {}
     ids: set[str] = set()
     for message in body.get("messages") or []:  # Anthropic: assistant tool_use blocks
-        for block in message.get("content") or [] if isinstance(message, dict) else []:
-            named = str(block.get("name")) if isinstance(block, dict) else ""
-            if block.get("type") == "tool_use" and "deskhand" in named:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            if "deskhand" in str(block.get("name")):
                 ids.add(str(block.get("id")))
     for item in body.get("input") or []:  # Responses: function_call items
         if not isinstance(item, dict) or item.get("type") != "function_call":
