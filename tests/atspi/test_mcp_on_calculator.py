@@ -14,6 +14,7 @@ import pytest
 import trio
 from dhtest.daemon import short_tmpdir, spawn_daemon
 from dhtest.desktop import Desktop, desktop_or_skip
+from dhtest.mcpsaid import said_delivery, said_state_id
 from test_through_daemon import KEYS, backend_env, grant_calculator, key_index, shows
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,28 +52,28 @@ async def test_an_mcp_host_drives_the_real_calculator_to_13(desk: Desktop) -> No
             await host.initialize()
             seen = await host.call_tool("get_app_state", {"app": "Calculator"})
             with trio.fail_after(30):  # the backend started the app; its keypad comes later
-                while seen.isError or " 6" not in seen.structuredContent["text"]:
+                while seen.isError or " 6" not in _text(seen):
                     await trio.sleep(0.3)
                     seen = await host.call_tool("get_app_state", {"app": "Calculator"})
             images = [c for c in seen.content if c.type == "image"]
             assert len(images) == 1 and images[0].mimeType == "image/png"
             assert base64.b64decode(images[0].data).startswith(PNG)
-            state = seen.structuredContent["state_id"]
-            text = seen.structuredContent["text"]
+            state = said_state_id(seen)
+            text = _text(seen)
             for key in KEYS:
                 done = await host.call_tool(
                     "click",
                     {"app": "Calculator", "state_id": state, "element_index": key_index(text, key)},
                 )
                 assert not done.isError, _text(done)
-                assert done.structuredContent["delivery"] == "dispatched"
+                assert said_delivery(done) == "dispatched"
                 seen = await host.call_tool("get_app_state", {"app": "Calculator"})
-                state, text = seen.structuredContent["state_id"], seen.structuredContent["text"]
+                state, text = said_state_id(seen), _text(seen)
             with trio.fail_after(10):
                 while not shows(text, "13"):
                     await trio.sleep(0.2)
                     seen = await host.call_tool("get_app_state", {"app": "Calculator"})
-                    text = seen.structuredContent["text"]
+                    text = _text(seen)
             assert shows(text, "13"), text
         audit = "\n".join(p.read_text() for p in (root / "state").rglob("*.jsonl"))
         assert audit.count('"tool":"click"') + audit.count('"tool": "click"') >= 4
