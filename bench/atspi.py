@@ -151,6 +151,12 @@ def _first_state(child: McpChild, app: str, ready: str) -> str:
         time.sleep(0.3)
 
 
+def _texts(content: list[dict[str, Any]]) -> str:
+    """Every text block of a tool result (the tree need not be the first: a note may come
+    before it)."""
+    return "\n".join(str(c.get("text", "")) for c in content if c.get("type") == "text")
+
+
 def _find(text: str, label: str) -> int | None:
     tree = ax.parse(text)
     return next((e.index for e in tree.elements if "button" in e.role and e.label == label), None)
@@ -302,7 +308,7 @@ def _centre(env: Mapping[str, str], app: str, label: str) -> tuple[float, float]
     async def work(backend: Any) -> tuple[float, float]:
         done = await backend.call("get_app_state", {"app": app})
         assert not done.is_error
-        index = _index(done.content[0]["text"], label)
+        index = _index(_texts(done.content), label)
         session = next(iter(backend.sessions.values()))
         node = session.rendering.nodes[index]
         x, y, w, h = await apps.extents(backend.bus, node.ref, apps.WINDOW_COORDS)
@@ -335,7 +341,7 @@ def _split(
         backend._observe = lambda *a, **k: timed("observed", observe, *a, **k)
         done = await backend.call("get_app_state", {"app": app})
         assert not done.is_error
-        text = done.content[0]["text"]
+        text = _texts(done.content)
         out = []
         for plan in plans:
             phases: dict[str, list[float]] = {}
@@ -343,16 +349,19 @@ def _split(
                 step = dict(plan[i % len(plan)])
                 if "element" in step:
                     label = step.pop("element")
-                    if _find(text, label) is None:  # the last click left it out of sight
+                    if _find(text, label) is None:
+                        # The last click opened the button's popover, and the reply shows that
+                        # window: close it (as a person would) and read the window again.
+                        await backend.call("press_key", {"app": app, "key": "Escape"})
                         again = await backend.call("get_app_state", {"app": app})
-                        text = again.content[0]["text"]
+                        text = _texts(again.content)
                     step = {"element_index": str(_index(text, label))}
                 marks.clear()
                 start = trio.current_time()
                 done = await backend.call("click", {"app": app, **step})
                 end = trio.current_time()
                 assert not done.is_error, done.content
-                text = done.content[0]["text"]
+                text = _texts(done.content)
                 read = marks["observed from"]
                 edges = [start, marks["delivered"], read, marks["observed"], end]
                 names = ["deliver", "settle_tree", "observe", "screenshot"]
