@@ -13,9 +13,7 @@ import signal
 from collections.abc import Iterator
 
 import pytest
-from dhtest.clidaemon import CliDaemon, cli_daemons
-from dhtest.consent_rig import ALLOWED, default_catalog
-from dhtest.daemon import short_tmpdir
+from dhtest.clidaemon import CliDaemon, consent_daemon
 from terminal import Terminal
 
 PROMPT = b"(default deny) "
@@ -23,17 +21,9 @@ PROMPT = b"(default deny) "
 
 @pytest.fixture
 def desk() -> Iterator[CliDaemon]:
-    root = short_tmpdir()
-    catalog = root / "catalog.json"
-    catalog.write_text(json.dumps(default_catalog()))
-    with cli_daemons() as make:
-        yield make(
-            {"preapproved": ["*"]},
-            grants=(),
-            root=root,
-            DESKHAND_IDENTITY_CATALOG=str(catalog),
-            DESKHAND_ALLOWED_APPS=ALLOWED,
-        )
+    """A daemon on the simulator where every app needs the person's consent."""
+    with consent_daemon() as daemon:
+        yield daemon
 
 
 def console(desk: CliDaemon, *argv: str) -> Terminal:

@@ -168,3 +168,23 @@ def sim_desk() -> Iterator[Callable[..., CliDaemon]]:
             )
 
         yield desk
+
+
+@contextmanager
+def consent_daemon() -> Iterator[CliDaemon]:
+    """A daemon on the simulator where every app needs the person's consent: no saved grants,
+    the staged identity catalogue (:mod:`dhtest.consent_rig`), the backend's own approval
+    prompt preapproved so that only Deskhand's consent is asked."""
+    from dhtest.consent_rig import ALLOWED, default_catalog
+
+    root = short_tmpdir()
+    catalog = root / "catalog.json"
+    catalog.write_text(json.dumps(default_catalog()))
+    with cli_daemons() as make:
+        yield make(
+            {"preapproved": ["*"]},
+            grants=(),
+            root=root,
+            DESKHAND_IDENTITY_CATALOG=str(catalog),
+            DESKHAND_ALLOWED_APPS=ALLOWED,
+        )

@@ -133,15 +133,22 @@ def codex_env(home: Path, deskhand_env: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def codex_model_settings(fake: FakeModel) -> str:
+def codex_model_settings(
+    fake: FakeModel,
+    *,
+    approval_policy: str = '"never"',
+    sandbox: str = "read-only",
+    extra: str = "",
+) -> str:
     """The top of a person's config.toml for a model served at ``fake``: the custom provider
-    (Responses wire), headless approval policy, and no network beyond it."""
+    (Responses wire), headless approval policy (a TOML value), and no network beyond it;
+    ``extra``: more top-level lines."""
     return f"""model = "fake-model"
 model_provider = "fake"
-approval_policy = "never"
-sandbox_mode = "read-only"
+approval_policy = {approval_policy}
+sandbox_mode = "{sandbox}"
 check_for_update_on_startup = false
-
+{extra}
 [analytics]
 enabled = false
 

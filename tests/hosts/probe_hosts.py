@@ -40,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from agenthosts import codex_model_settings  # noqa: E402
 from dhtest.fakemodel import Call, Code, FakeModel, Request, tool_results  # noqa: E402
 
 HOSTS = ROOT / ".ci" / ".hosts" / "node_modules" / ".bin"
@@ -176,29 +177,16 @@ def codex_config(fake: FakeModel, log: Path, signals: str, extra: str = "") -> s
     approve = os.environ.get("PROBE_CODEX_APPROVE", "1") == "1" and "".join(
         f'[mcp_servers.standin.tools.{t}]\napproval_mode = "approve"\n\n' for t in TOOLS
     )
-    return f'''model = "fake-model"
-model_provider = "fake"
-approval_policy = {os.environ.get("PROBE_CODEX_POLICY_TOML", '"' + os.environ.get("PROBE_CODEX_POLICY", "never") + '"')}
-sandbox_mode = "{os.environ.get("PROBE_CODEX_SANDBOX", "read-only")}"
-check_for_update_on_startup = false
-{extra}
-[analytics]
-enabled = false
-
-[features]
-plugins = false
-apps = false
-remote_plugin = false
-in_app_updates = false
-
-[model_providers.fake]
-name = "fake"
-base_url = "{fake.url}/v1"
-wire_api = "responses"
-env_key = "FAKE_MODEL_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
+    policy = os.environ.get("PROBE_CODEX_POLICY", "never")
+    settings = codex_model_settings(
+        fake,
+        approval_policy=os.environ.get("PROBE_CODEX_POLICY_TOML", f'"{policy}"'),
+        sandbox=os.environ.get("PROBE_CODEX_SANDBOX", "read-only"),
+        extra=extra,
+    )
+    return (
+        settings
+        + f'''
 [mcp_servers.standin]
 command = "{sys.executable}"
 args = ["{STANDIN}"]
@@ -207,6 +195,7 @@ env = {{ STANDIN_LOG = "{log}", STANDIN_SIGNALS = "{signals}" }}
 {os.environ.get("PROBE_CODEX_SERVER_EXTRA", "")}
 
 {approve or ""}'''
+    )
 
 
 def codex_catalog(codex_home: Path, env: dict[str, str]) -> str:

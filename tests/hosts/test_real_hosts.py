@@ -36,9 +36,7 @@ from agenthosts import (
     run_codex,
     state_id_in,
 )
-from dhtest.clidaemon import CliDaemon, cli_daemons
-from dhtest.consent_rig import ALLOWED, default_catalog
-from dhtest.daemon import short_tmpdir
+from dhtest.clidaemon import CliDaemon, consent_daemon
 from dhtest.fakemodel import Call, FakeModel, Request
 from dhtest.terminal import Terminal
 
@@ -51,17 +49,8 @@ CONSOLE_PROMPT = b"(default deny) "
 @pytest.fixture
 def desk() -> Iterator[CliDaemon]:
     """A daemon on the simulator where every app needs the person's consent."""
-    root = short_tmpdir()
-    catalog = root / "catalog.json"
-    catalog.write_text(json.dumps(default_catalog()))
-    with cli_daemons() as make:
-        yield make(
-            {"preapproved": ["*"]},
-            grants=(),
-            root=root,
-            DESKHAND_IDENTITY_CATALOG=str(catalog),
-            DESKHAND_ALLOWED_APPS=ALLOWED,
-        )
+    with consent_daemon() as daemon:
+        yield daemon
 
 
 def script() -> list[Any]:
